@@ -1,0 +1,11 @@
+import type { Pool } from '../db/pool.ts';
+import { createLedgerActivities } from './ledger.ts';
+
+/** Every activity the worker registers, built from the dependencies handed in. */
+export function createActivities(deps: { pool: Pool }) {
+  return {
+    ...createLedgerActivities(deps),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

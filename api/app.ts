@@ -1,0 +1,73 @@
+import fastifyRateLimit from '@fastify/rate-limit';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import { createPgRateLimitStore } from '../db/rate-limit-store.ts';
+import { DomainError } from '../src/errors.ts';
+import { authPlugin } from './plugins/auth.ts';
+import { depsPlugin, type AppDeps } from './plugins/deps.ts';
+import { errorsPlugin } from './plugins/errors.ts';
+import { jsonBodyPlugin } from './plugins/json-body.ts';
+import { openapiPlugin } from './plugins/openapi.ts';
+import { requestIdFrom, requestIdPlugin } from './plugins/request-id.ts';
+import { authRoutes } from './routes/auth.ts';
+import { healthRoutes } from './routes/health.ts';
+
+/** Largest request body accepted; a PLC with a full chain is a few tens of KiB at most. */
+export const bodyLimitBytes = 128 * 1024;
+
+export interface BuildAppOptions {
+  deps: AppDeps;
+  logger: Logger | false;
+}
+
+/**
+ * Builds the Fastify app: infrastructure plugins first, then one plugin per route group. It
+ * listens nowhere; `api/server.ts` does that, and tests call `app.inject`.
+ */
+export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const common = {
+    genReqId: requestIdFrom,
+    bodyLimit: bodyLimitBytes,
+    return503OnClosing: true,
+    trustProxy: false,
+  };
+  const app: FastifyInstance =
+    options.logger === false
+      ? Fastify({ ...common, logger: false })
+      : (Fastify({ ...common, loggerInstance: options.logger }) as unknown as FastifyInstance);
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  await app.register(depsPlugin, { deps: options.deps });
+  await app.register(requestIdPlugin);
+  await app.register(errorsPlugin);
+  await app.register(jsonBodyPlugin);
+  await app.register(openapiPlugin, { docsEnabled: options.deps.config.API_DOCS_ENABLED });
+  await app.register(fastifyRateLimit, {
+    global: false,
+    store: createPgRateLimitStore(options.deps.pool),
+    // A shared store that cannot be reached must not silently lift the limits.
+    skipOnError: false,
+    errorResponseBuilder: (_request, context) =>
+      new DomainError('RATE_LIMITED', `rate limit of ${context.max} requests exceeded; retry in ${context.after}`, {
+        retry_after_s: Math.ceil(context.ttl / 1000),
+      }),
+  });
+  await app.register(authPlugin, {
+    secret: requireJwtSecret(options.deps),
+    ttlSeconds: options.deps.config.JWT_TTL_SECONDS,
+  });
+
+  await app.register(healthRoutes);
+  await app.register(authRoutes, { prefix: '/api/v1/auth' });
+
+  return app;
+}
+
+function requireJwtSecret(deps: AppDeps): string {
+  const secret = deps.config.JWT_SECRET;
+  if (secret === undefined) throw new Error('JWT_SECRET is not configured');
+  return secret;
+}

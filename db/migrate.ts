@@ -1,0 +1,38 @@
+import { fileURLToPath } from 'node:url';
+import { readdir } from 'node:fs/promises';
+import { migrate } from 'postgres-migrations';
+import type { Pool } from './pool.ts';
+
+/** The folder of numbered SQL files (`1_foundation.sql`, `2_ledger.sql`, ...). */
+export const migrationsDir = fileURLToPath(new URL('../migrations/', import.meta.url));
+
+/**
+ * Applies every migration not yet applied, forward only, each file once, in a transaction of its
+ * own. postgres-migrations records each file's hash and refuses to start if an applied file was
+ * edited afterwards, and holds an advisory lock so that two instances starting together do not
+ * race.
+ */
+export async function applyMigrations(pool: Pool, log: (message: string) => void = () => {}): Promise<string[]> {
+  const client = await pool.connect();
+  try {
+    const applied = await migrate({ client }, migrationsDir, { logger: log });
+    return applied.map((migration) => migration.fileName);
+  } finally {
+    client.release();
+  }
+}
+
+/** How many migration files the code ships, to compare with what the database has applied. */
+export async function countMigrationFiles(): Promise<number> {
+  const files = await readdir(migrationsDir);
+  return files.filter((file) => /^\d+[-_].*\.sql$/.test(file)).length;
+}
+
+/** How many migrations the database has applied; 0 when the bookkeeping table does not exist. */
+export async function countAppliedMigrations(pool: Pool): Promise<number> {
+  const result = await pool.query<{ count: string }>(
+    `SELECT CASE WHEN to_regclass('public.migrations') IS NULL THEN 0
+            ELSE (SELECT count(*) FROM migrations) END::text AS count`,
+  );
+  return Number(result.rows[0]?.count ?? 0);
+}

@@ -1,0 +1,94 @@
+import { z } from 'zod';
+
+/**
+ * The service's configuration, read once from the environment at start. Every variable is listed
+ * in `.env.example` with its default. A bad or missing variable stops the process with a message
+ * naming each one, so a misconfigured deployment never half-starts.
+ */
+
+const booleanFromEnv = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((value) => value === 'true' || value === '1');
+
+const durationMs = z.coerce.number().int().min(1).max(30 * 24 * 3600 * 1000);
+
+export const configSchema = z
+  .object({
+    APP_ENV: z.enum(['development', 'test', 'production']).default('development'),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    PORT: z.coerce.number().int().min(0).max(65535).default(8000),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+    /** Where runtime data lives when the project manages PostgreSQL and Temporal itself. */
+    DATA_DIR: z.string().min(1).default('.data'),
+
+    /** PostgreSQL holding the ledger. Unset: `npm start` runs an embedded PostgreSQL under DATA_DIR. */
+    DATABASE_URL: z.string().url().optional(),
+    DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+    EMBEDDED_POSTGRES_PORT: z.coerce.number().int().min(1).max(65535).default(5433),
+
+    /** Temporal frontend. Unset: `npm start` runs the Temporal CLI dev server under DATA_DIR. */
+    TEMPORAL_ADDRESS: z.string().min(1).optional(),
+    TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+    TEMPORAL_TASK_QUEUE: z.string().min(1).default('settlement'),
+    TEMPORAL_CLI: z.string().min(1).optional(),
+    TEMPORAL_DEV_PORT: z.coerce.number().int().min(1).max(65535).default(7233),
+    TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
+
+    /** Administration: HMAC key for the admin JWTs, and the first super-admin created at start. */
+    JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+    JWT_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(900),
+    ADMIN_USERNAME: z.string().min(3).max(64).optional(),
+    ADMIN_PASSWORD: z.string().min(12, 'must be at least 12 characters').max(256).optional(),
+    LOGIN_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(10_000).default(10),
+
+    /** Bounded waits for readiness checks, so /readyz answers even when a dependency hangs. */
+    READINESS_TIMEOUT_MS: durationMs.default(2000),
+    SHUTDOWN_GRACE_MS: durationMs.default(30_000),
+
+    /** Offers /docs (the interactive OpenAPI page); on by default. */
+    API_DOCS_ENABLED: booleanFromEnv.default(true),
+  })
+  .superRefine((config, ctx) => {
+    if (config.APP_ENV === 'production') {
+      for (const key of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'JWT_SECRET'] as const) {
+        if (config[key] === undefined) {
+          ctx.addIssue({ code: 'custom', path: [key], message: 'is required when APP_ENV=production' });
+        }
+      }
+    }
+    if ((config.ADMIN_USERNAME === undefined) !== (config.ADMIN_PASSWORD === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ADMIN_PASSWORD'],
+        message: 'ADMIN_USERNAME and ADMIN_PASSWORD must be set together',
+      });
+    }
+  });
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** Parses the environment; throws a ConfigError naming every bad or missing variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings mean "unset": `FOO=` in a .env file must not count as a value.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const result = configSchema.safeParse(cleaned);
+  if (!result.success) {
+    throw new ConfigError(
+      result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`),
+    );
+  }
+  return result.data;
+}
+
+/** Config fields that must never reach a log line. */
+export const secretConfigKeys = ['JWT_SECRET', 'ADMIN_PASSWORD', 'DATABASE_URL'] as const;

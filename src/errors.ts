@@ -1,0 +1,48 @@
+/**
+ * The one domain error type. Its codes are a closed set: `api/plugins/errors.ts` maps every code
+ * to exactly one HTTP status in a `Record<ErrorCode, number>`, so adding a code here without a
+ * status fails to compile. Codes are stable: clients branch on them.
+ */
+export const errorCodes = [
+  // Generic
+  'NOT_FOUND',
+  'CONFLICT',
+  'RATE_LIMITED',
+  'SERVICE_UNAVAILABLE',
+  // Administration authentication
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'INVALID_CREDENTIALS',
+  // Money and ledger
+  'INVALID_AMOUNT',
+  'UNSUPPORTED_CURRENCY',
+  'INSUFFICIENT_FUNDS',
+  'ACCOUNT_FROZEN',
+  'ACCOUNT_NOT_FOUND',
+  'LEDGER_UNBALANCED',
+  'IDEMPOTENCY_KEY_REUSED',
+  'IDEMPOTENCY_REQUEST_IN_PROGRESS',
+] as const;
+
+export type ErrorCode = (typeof errorCodes)[number];
+
+export class DomainError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = 'DomainError';
+    this.code = code;
+    this.details = details;
+  }
+}
+
+export function isDomainError(value: unknown): value is DomainError {
+  return value instanceof DomainError;
+}
+
+/** Programmer errors: a broken invariant crashes loudly instead of being handled. */
+export function assert(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(`assertion failed: ${message}`);
+}

@@ -1,0 +1,32 @@
+import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { createActivities } from '../activities/index.ts';
+import type { Pool } from '../db/pool.ts';
+import { workflowsPath } from './workflows-path.ts';
+
+export interface CreateWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  pool: Pool;
+  /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
+  workflowBundlePath?: string;
+  shutdownGraceTimeMs?: number;
+}
+
+/** The worker: all workflows and all activities, activities built from their dependencies. */
+export function createWorker(options: CreateWorkerOptions): Promise<Worker> {
+  const workflowSource: Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'> =
+    options.workflowBundlePath === undefined
+      ? { workflowsPath }
+      : { workflowBundle: { codePath: options.workflowBundlePath } };
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    ...workflowSource,
+    activities: createActivities({ pool: options.pool }),
+    // Running activities get this long to finish on shutdown; each money movement is one
+    // database transaction, so a cut-off activity has booked all or nothing and is retried.
+    shutdownGraceTime: options.shutdownGraceTimeMs ?? 30_000,
+  });
+}

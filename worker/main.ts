@@ -1,0 +1,47 @@
+import { NativeConnection, Runtime } from '@temporalio/worker';
+import { createPool } from '../db/pool.ts';
+import { prepareDatabase } from '../infra/bootstrap.ts';
+import { ConfigError, loadConfig } from '../infra/config.ts';
+import { createLogger } from '../infra/logger.ts';
+import { createWorker } from './create-worker.ts';
+
+/**
+ * The worker process: `npm run start:worker`. Needs DATABASE_URL and TEMPORAL_ADDRESS. On
+ * SIGTERM/SIGINT the SDK stops polling, waits for running activities (up to SHUTDOWN_GRACE_MS),
+ * and `run()` resolves; then the pool closes.
+ */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.LOG_LEVEL, 'worker');
+  if (config.DATABASE_URL === undefined || config.TEMPORAL_ADDRESS === undefined) {
+    throw new ConfigError([
+      ...(config.DATABASE_URL === undefined ? ['DATABASE_URL: is required to run the worker alone (npm start sets it)'] : []),
+      ...(config.TEMPORAL_ADDRESS === undefined ? ['TEMPORAL_ADDRESS: is required to run the worker alone (npm start sets it)'] : []),
+    ]);
+  }
+  Runtime.install({ shutdownSignals: ['SIGTERM', 'SIGINT'] });
+  const pool = createPool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX, applicationName: 'settlement-worker' });
+  await prepareDatabase(pool, config, logger);
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  try {
+    const worker = await createWorker({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      pool,
+      shutdownGraceTimeMs: config.SHUTDOWN_GRACE_MS,
+    });
+    logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
+    await worker.run();
+    logger.info('worker stopped');
+  } finally {
+    await connection.close();
+    await pool.end();
+  }
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
+  else process.stderr.write(`worker failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
