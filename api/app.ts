@@ -11,6 +11,7 @@ import { jsonBodyPlugin } from './plugins/json-body.ts';
 import { openapiPlugin } from './plugins/openapi.ts';
 import { requestIdFrom, requestIdPlugin } from './plugins/request-id.ts';
 import { authRoutes } from './routes/auth.ts';
+import { balanceRoutes } from './routes/balance.ts';
 import { healthRoutes } from './routes/health.ts';
 
 /** Largest request body accepted; a PLC with a full chain is a few tens of KiB at most. */
@@ -62,6 +63,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   await app.register(healthRoutes);
   await app.register(authRoutes, { prefix: '/api/v1/auth' });
+  await app.register(balanceRoutes, { prefix: '/api/v1/balance' });
 
   return app;
 }

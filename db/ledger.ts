@@ -51,7 +51,10 @@ export function toLedgerError(error: unknown): unknown {
         owner_id: pgError.detail,
       });
     case 'PL003':
-      return new DomainError('IDEMPOTENCY_KEY_REUSED', 'this idempotency key was already used for another operation');
+      return new DomainError('IDEMPOTENCY_KEY_REUSED', 'this idempotency key was already used for another operation', {
+        location: 'header',
+        field: 'idempotency-key',
+      });
     case 'PL004':
       return new DomainError('LEDGER_UNBALANCED', 'the ledger refused an unbalanced transaction');
     case 'PL005':

@@ -26,6 +26,10 @@ export const errorCodes = [
 
 export type ErrorCode = (typeof errorCodes)[number];
 
+/**
+ * `details.field` (and `details.location`, default "body") name the input at fault when the code
+ * maps to 422, so the answer can take the HTTPValidationError shape.
+ */
 export class DomainError extends Error {
   readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;

@@ -1,4 +1,11 @@
-import { condition, defineUpdate, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  defineUpdate,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { BookDepositInput, BookDepositResult, LedgerActivities } from '../activities/ledger.ts';
 import { businessStatusKey } from './search-attributes.ts';
 
@@ -51,5 +58,7 @@ export async function depositWorkflow(input: DepositWorkflowInput): Promise<Depo
   );
   // The workflow lives exactly as long as it takes to answer its one update.
   await condition(() => outcome !== undefined, '1 hour');
+  // Concurrent retries of the same request may still be inside the handler: let them answer.
+  await condition(allHandlersFinished);
   return outcome ?? { status: 'REFUSED', code: 'NO_UPDATE_RECEIVED' };
 }

@@ -80,6 +80,13 @@ export const errorsPlugin = fp(
       if (error instanceof DomainError) {
         const status = statusByCode[error.code];
         if (status >= 500) request.log.error({ err: error }, 'domain error answered as 5xx');
+        if (status === 422) {
+          // Input the schema could not judge alone (decimals of a currency, a reused idempotency
+          // key): the same HTTPValidationError shape as every other 422, the code as its type.
+          const field = typeof error.details?.field === 'string' ? [error.details.field] : [];
+          const where = typeof error.details?.location === 'string' ? error.details.location : 'body';
+          return reply.code(422).send({ detail: [{ loc: [where, ...field], msg: error.message, type: error.code }] });
+        }
         if (error.code === 'RATE_LIMITED' && typeof error.details?.retry_after_s === 'number') {
           void reply.header('retry-after', String(error.details.retry_after_s));
         }

@@ -2,11 +2,14 @@
  * Shared fixtures for the protocol tests: a pool of deterministic keys and builders of valid
  * PLCs and chains, so each test states only what it changes.
  */
+import fc from 'fast-check';
 import { sha256 } from '@noble/hashes/sha2.js';
 import {
   appendTransfer,
+  concatBytes,
   createPlc,
   generateKeyPair,
+  uuidV4FromBytes,
   type KeyPair,
   type Plc,
 } from '../../src/protocol/index.ts';
@@ -61,3 +64,62 @@ export function chainThrough(holders: readonly number[], base: Plc = freshPlc())
 export function alternatingHolders(length: number): number[] {
   return Array.from({ length }, (_, index) => (index % 2 === 0 ? 1 : 2));
 }
+
+export const minuteMs = 60_000;
+
+export interface ChainSpec {
+  readonly issuer: number;
+  readonly amountMinor: bigint;
+  readonly currency: 'BRL' | 'USD' | 'EUR';
+  readonly createdAtMs: number;
+  readonly ttlHours: number;
+  readonly salt: Uint8Array;
+  readonly hops: readonly { readonly holder: number; readonly delayMs: number }[];
+}
+
+export const chainSpec = (hopsMax: number) =>
+  fc.record({
+    issuer: fc.integer({ min: 0, max: keyPool.length - 1 }),
+    amountMinor: fc.bigInt({ min: 1n, max: 10n ** 15n }),
+    currency: fc.constantFrom('BRL' as const, 'USD' as const, 'EUR' as const),
+    createdAtMs: fc.integer({ min: Date.UTC(2020, 0, 1), max: Date.UTC(2035, 0, 1) }),
+    ttlHours: fc.integer({ min: 1, max: 168 }),
+    salt: fc.uint8Array({ minLength: 16, maxLength: 16 }),
+    hops: fc.array(fc.record({ holder: fc.integer({ min: 0, max: keyPool.length - 1 }), delayMs: fc.integer({ min: 0, max: 3 * minuteMs }) }), {
+      maxLength: hopsMax,
+    }),
+  });
+
+export function nonceFor(salt: Uint8Array, label: string): Uint8Array {
+  return sha256(concatBytes(salt, new TextEncoder().encode(label))).slice(0, 16);
+}
+
+/** Builds the chain a spec describes; a hop to the current holder goes to the next key instead. */
+export function buildChain(spec: ChainSpec): { plc: Plc; holders: number[] } {
+  let plc = createPlc({
+    issuerSecretKey: keyPool[spec.issuer]!.secretKey,
+    amountMinor: spec.amountMinor,
+    currency: spec.currency,
+    createdAtMs: spec.createdAtMs,
+    ttlHours: spec.ttlHours,
+    nonce: nonceFor(spec.salt, 'commitment'),
+    tokenId: uuidV4FromBytes(nonceFor(spec.salt, 'token')),
+  });
+  let holder = spec.issuer;
+  let timestampMs = spec.createdAtMs;
+  const holders = [holder];
+  for (const [index, hop] of spec.hops.entries()) {
+    const next = hop.holder === holder ? (hop.holder + 1) % keyPool.length : hop.holder;
+    timestampMs += hop.delayMs;
+    plc = appendTransfer(plc, {
+      senderSecretKey: keyPool[holder]!.secretKey,
+      recipientPublicKey: keyPool[next]!.publicKey,
+      timestampMs,
+      nonce: nonceFor(spec.salt, `hop:${index}`),
+    });
+    holder = next;
+    holders.push(holder);
+  }
+  return { plc, holders };
+}
+

@@ -1,0 +1,146 @@
+/**
+ * Property tests of the chain rules: random valid chains verify; any single-byte change to any
+ * signed or carried field is refused; chains that share a prefix and then diverge are a fork by
+ * the right key. Run counts are kept moderate: every run signs and verifies up to 17 times.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  appendTransfer,
+  bytesEqual,
+  detectFork,
+  hexToBytes,
+  plcFromJson,
+  plcToJson,
+  verifyForkEvidence,
+  verifyPlc,
+  type Plc,
+  type TransferRecord,
+} from '../../src/protocol/index.ts';
+import { bytesToUuid, u64be } from '../../src/protocol/bytes.ts';
+import { buildChain, chainSpec, keyPool, minuteMs, nonceFor } from './support.ts';
+
+/** One mutable byte string of a PLC and how to put a changed copy back. */
+interface Field {
+  readonly name: string;
+  readonly bytes: Uint8Array;
+  readonly rebuild: (bytes: Uint8Array) => Plc;
+}
+
+const latin1 = (bytes: Uint8Array): string => String.fromCharCode(...bytes);
+const ascii = (text: string): Uint8Array => Uint8Array.from(text, (char) => char.charCodeAt(0));
+const readU64 = (bytes: Uint8Array): bigint => new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, false);
+
+function fieldsOf(plc: Plc): Field[] {
+  const c = plc.commitment;
+  const withCommitment = (change: object): Plc => ({ ...plc, commitment: { ...c, ...change } });
+  const fields: Field[] = [
+    { name: 'version', bytes: ascii(c.version), rebuild: (b) => withCommitment({ version: latin1(b) }) },
+    { name: 'token id', bytes: hexToBytes(c.tokenId.replaceAll('-', '')), rebuild: (b) => withCommitment({ tokenId: bytesToUuid(b) }) },
+    { name: 'issuer key', bytes: c.issuerPublicKey, rebuild: (b) => withCommitment({ issuerPublicKey: b }) },
+    { name: 'amount', bytes: u64be(c.amountMinor), rebuild: (b) => withCommitment({ amountMinor: readU64(b) }) },
+    { name: 'currency', bytes: ascii(c.currency), rebuild: (b) => withCommitment({ currency: latin1(b) }) },
+    { name: 'created_at', bytes: u64be(c.createdAtMs), rebuild: (b) => withCommitment({ createdAtMs: Number(readU64(b)) }) },
+    { name: 'expires_at', bytes: u64be(c.expiresAtMs), rebuild: (b) => withCommitment({ expiresAtMs: Number(readU64(b)) }) },
+    { name: 'commitment nonce', bytes: c.nonce, rebuild: (b) => withCommitment({ nonce: b }) },
+    { name: 'commitment hash', bytes: plc.commitmentHash, rebuild: (b) => ({ ...plc, commitmentHash: b }) },
+    { name: 'issuer signature', bytes: plc.issuerSignature, rebuild: (b) => ({ ...plc, issuerSignature: b }) },
+  ];
+  for (const [index, record] of plc.transferChain.entries()) {
+    const withRecord = (change: Partial<TransferRecord>): Plc => ({
+      ...plc,
+      transferChain: plc.transferChain.map((r, i) => (i === index ? { ...r, ...change } : r)),
+    });
+    fields.push(
+      { name: `record ${index} sender`, bytes: record.senderPublicKey, rebuild: (b) => withRecord({ senderPublicKey: b }) },
+      { name: `record ${index} recipient`, bytes: record.recipientPublicKey, rebuild: (b) => withRecord({ recipientPublicKey: b }) },
+      { name: `record ${index} timestamp`, bytes: u64be(record.timestampMs), rebuild: (b) => withRecord({ timestampMs: Number(readU64(b)) }) },
+      { name: `record ${index} nonce`, bytes: record.nonce, rebuild: (b) => withRecord({ nonce: b }) },
+      { name: `record ${index} prev hash`, bytes: record.prevHash, rebuild: (b) => withRecord({ prevHash: b }) },
+      { name: `record ${index} signature`, bytes: record.signature, rebuild: (b) => withRecord({ signature: b }) },
+      { name: `record ${index} hash`, bytes: record.hash, rebuild: (b) => withRecord({ hash: b }) },
+    );
+  }
+  return fields;
+}
+
+describe('chain properties', () => {
+  it('random valid chains of 0 to 16 hops verify, with the last holder as bearer', () => {
+    fc.assert(
+      fc.property(chainSpec(16), (spec) => {
+        const { plc, holders } = buildChain(spec);
+        const result = verifyPlc(plc);
+        expect(result.ok).toBe(true);
+        if (!result.ok) return;
+        expect(result.chainLength).toBe(spec.hops.length);
+        expect(bytesEqual(result.bearerPublicKey, keyPool[holders.at(-1)!]!.publicKey)).toBe(true);
+        // The JSON form carries exactly the same PLC.
+        expect(plcFromJson(plcToJson(plc))).toEqual(plc);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('flipping any byte of any signed or carried field makes verification fail', () => {
+    fc.assert(
+      fc.property(chainSpec(8), fc.nat(), fc.nat(), fc.integer({ min: 1, max: 255 }), (spec, fieldPick, bytePick, mask) => {
+        const { plc } = buildChain(spec);
+        const fields = fieldsOf(plc);
+        const field = fields[fieldPick % fields.length]!;
+        const changed = field.bytes.slice();
+        const at = bytePick % changed.length;
+        changed[at]! ^= mask;
+        const result = verifyPlc(field.rebuild(changed));
+        expect(result.ok, `${field.name} byte ${at} ^ ${mask} still verifies`).toBe(false);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('two chains sharing a prefix, then signed twice by the bearer, are a fork by that bearer', () => {
+    fc.assert(
+      fc.property(
+        chainSpec(8),
+        fc.integer({ min: 0, max: keyPool.length - 1 }),
+        fc.integer({ min: 0, max: keyPool.length - 1 }),
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 0, max: 3 }),
+        (spec, firstTo, secondTo, firstMore, secondMore) => {
+          const { plc: prefix, holders } = buildChain(spec);
+          const bearer = holders.at(-1)!;
+          const lastMs = prefix.transferChain.at(-1)?.timestampMs ?? spec.createdAtMs;
+          const branch = (to: number, more: number, label: string): Plc => {
+            let holder = to === bearer ? (to + 1) % keyPool.length : to;
+            let plc = appendTransfer(prefix, {
+              senderSecretKey: keyPool[bearer]!.secretKey,
+              recipientPublicKey: keyPool[holder]!.publicKey,
+              timestampMs: lastMs + minuteMs,
+              nonce: nonceFor(spec.salt, `${label}:0`),
+            });
+            for (let i = 1; i <= more; i++) {
+              const next = (holder + 1) % keyPool.length;
+              plc = appendTransfer(plc, {
+                senderSecretKey: keyPool[holder]!.secretKey,
+                recipientPublicKey: keyPool[next]!.publicKey,
+                timestampMs: lastMs + (i + 1) * minuteMs,
+                nonce: nonceFor(spec.salt, `${label}:${i}`),
+              });
+              holder = next;
+            }
+            return plc;
+          };
+          const first = branch(firstTo, firstMore, 'first');
+          const second = branch(secondTo, secondMore, 'second');
+          expect(verifyPlc(first).ok && verifyPlc(second).ok).toBe(true);
+          const result = detectFork(first, second);
+          expect(result.kind).toBe('fork');
+          if (result.kind !== 'fork') return;
+          expect(result.index).toBe(prefix.transferChain.length);
+          expect(bytesEqual(result.culpritPublicKey, keyPool[bearer]!.publicKey)).toBe(true);
+          expect(verifyForkEvidence(result.evidence)).toBe(true);
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
+});
