@@ -10,6 +10,7 @@ import { errorsPlugin } from './plugins/errors.ts';
 import { jsonBodyPlugin } from './plugins/json-body.ts';
 import { openapiPlugin } from './plugins/openapi.ts';
 import { requestIdFrom, requestIdPlugin } from './plugins/request-id.ts';
+import { adminLedgerRoutes } from './routes/admin-ledger.ts';
 import { authRoutes } from './routes/auth.ts';
 import { balanceRoutes } from './routes/balance.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -64,6 +65,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(healthRoutes);
   await app.register(authRoutes, { prefix: '/api/v1/auth' });
   await app.register(balanceRoutes, { prefix: '/api/v1/balance' });
+  await app.register(adminLedgerRoutes, { prefix: '/api/v1/admin' });
 
   return app;
 }

@@ -30,6 +30,17 @@ export interface DepositWorkflowInput {
 
 export type DepositOutcome = { status: 'BOOKED'; result: BookDepositResult } | { status: 'REFUSED'; code: string };
 
+/** The domain code of a refusal: the `type` of the first ApplicationFailure in the cause chain. */
+function failureType(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
+    const { type, cause } = current as { type?: unknown; cause?: unknown };
+    if (typeof type === 'string') return type;
+    current = cause;
+  }
+  return 'UNKNOWN';
+}
+
 export async function depositWorkflow(input: DepositWorkflowInput): Promise<DepositOutcome> {
   let outcome: DepositOutcome | undefined;
   setHandler(
@@ -42,8 +53,7 @@ export async function depositWorkflow(input: DepositWorkflowInput): Promise<Depo
         upsertSearchAttributes([{ key: businessStatusKey, value: 'BOOKED' }]);
         return result;
       } catch (error) {
-        const cause = (error as { cause?: { type?: string } }).cause;
-        outcome = { status: 'REFUSED', code: cause?.type ?? 'UNKNOWN' };
+        outcome = { status: 'REFUSED', code: failureType(error) };
         upsertSearchAttributes([{ key: businessStatusKey, value: 'REFUSED' }]);
         throw error;
       }

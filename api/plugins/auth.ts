@@ -26,7 +26,7 @@ export type AdminClaims = z.infer<typeof claimsSchema>;
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** A preHandler: the caller must hold a valid admin token with one of `roles`. */
+    /** An onRequest hook (auth before validation): the caller must hold a valid admin token with one of `roles`. */
     requireAdmin(roles?: readonly AdminRole[]): (request: FastifyRequest) => Promise<void>;
     signAdminToken(user: { id: string; username: string; role: AdminRole }): Promise<{ token: string; expiresInS: number }>;
   }
@@ -44,7 +44,7 @@ export const authPlugin = fp<AuthPluginOptions>(
   async (app: FastifyInstance, options) => {
     await app.register(fastifyJwt, {
       secret: options.secret,
-      sign: { algorithm: 'HS256', iss: jwtIssuer, aud: jwtAudience, expiresIn: options.ttlSeconds * 1000 },
+      sign: { algorithm: 'HS256', iss: jwtIssuer, aud: jwtAudience, expiresIn: `${options.ttlSeconds}s` },
       verify: { algorithms: ['HS256'], allowedIss: jwtIssuer, allowedAud: jwtAudience },
     });
     app.decorateRequest('admin', null);

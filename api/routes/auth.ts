@@ -76,7 +76,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
         security: [{ bearer: [] }],
         response: { 200: verifyResponse, ...adminErrors },
       },
-      preHandler: app.requireAdmin(),
+      onRequest: app.requireAdmin(),
     },
     async (request) => {
       const admin = request.admin;

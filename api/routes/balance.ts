@@ -53,7 +53,7 @@ export async function balanceRoutes(app: FastifyInstance): Promise<void> {
         body: depositRequest,
         response: { 200: balanceResponse, 409: errorResponse, ...adminErrors },
       },
-      preHandler: app.requireAdmin(),
+      onRequest: app.requireAdmin(),
     },
     async (request) => {
       const { owner_id: ownerId, currency } = request.body;

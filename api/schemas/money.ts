@@ -20,9 +20,8 @@ export const ownerIdSchema = z
  * Checked against the currency's decimals by `parseMoney` once the currency is known.
  */
 export const amountInputSchema = z
-  .union([z.string().max(40), z.number().finite()])
-  .describe('decimal string in the currency units, e.g. "12.34"')
-  .meta({ id: 'AmountInput' });
+  .union([z.string().max(40), z.number()])
+  .describe('decimal string in the currency units, e.g. "12.34" (a JSON number only if exact)');
 
 /** A money amount as the service answers it: always a decimal string. */
 export const amountSchema = z.string().regex(/^-?\d+(\.\d+)?$/).describe('decimal string, e.g. "12.34"').meta({ id: 'Amount' });
