@@ -11,9 +11,11 @@ import { jsonBodyPlugin } from './plugins/json-body.ts';
 import { openapiPlugin } from './plugins/openapi.ts';
 import { requestIdFrom, requestIdPlugin } from './plugins/request-id.ts';
 import { adminLedgerRoutes } from './routes/admin-ledger.ts';
+import { adminPlcRoutes } from './routes/admin-plc.ts';
 import { authRoutes } from './routes/auth.ts';
 import { balanceRoutes } from './routes/balance.ts';
 import { healthRoutes } from './routes/health.ts';
+import { plcRoutes } from './routes/plc.ts';
 
 /** Largest request body accepted; a PLC with a full chain is a few tens of KiB at most. */
 export const bodyLimitBytes = 128 * 1024;
@@ -66,6 +68,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(authRoutes, { prefix: '/api/v1/auth' });
   await app.register(balanceRoutes, { prefix: '/api/v1/balance' });
   await app.register(adminLedgerRoutes, { prefix: '/api/v1/admin' });
+  await app.register(plcRoutes, { prefix: '/api/v1' });
+  await app.register(adminPlcRoutes, { prefix: '/api/v1/admin' });
 
   return app;
 }

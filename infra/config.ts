@@ -46,6 +46,21 @@ export const configSchema = z
     READINESS_TIMEOUT_MS: durationMs.default(2000),
     SHUTDOWN_GRACE_MS: durationMs.default(30_000),
 
+    /** PLC limits, in minor units of the PLC's currency (5,000.00 and 20,000.00 by default). */
+    PLC_MAX_AMOUNT_MINOR: z.coerce.bigint().min(1n).max(10n ** 15n).default(500_000n),
+    PLC_DAILY_LIMIT_MINOR: z.coerce.bigint().min(1n).max(10n ** 15n).default(2_000_000n),
+    /** Clock tolerance of the offline protocol (expiry checks only) and freshness of signed requests. */
+    CLOCK_TOLERANCE_MS: z.coerce.number().int().min(0).max(3_600_000).default(300_000),
+    /**
+     * Testing and staging only: expire every PLC this long after it was issued instead of at
+     * expires_at plus the clock tolerance (the signed TTL stays 1 to 168 hours). Refused in production.
+     */
+    PLC_EXPIRY_OVERRIDE_MS: z.coerce.number().int().min(100).max(7 * 24 * 3_600_000).optional(),
+    IDEMPOTENCY_WINDOW_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
+    RATE_LIMIT_PLC_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
+    RATE_LIMIT_TRANSFER_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),
+    RATE_LIMIT_REDEEM_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(20),
+
     /** Offers /docs (the interactive OpenAPI page); on by default. */
     API_DOCS_ENABLED: booleanFromEnv.default(true),
   })
@@ -56,6 +71,9 @@ export const configSchema = z
           ctx.addIssue({ code: 'custom', path: [key], message: 'is required when APP_ENV=production' });
         }
       }
+    }
+    if (config.APP_ENV === 'production' && config.PLC_EXPIRY_OVERRIDE_MS !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['PLC_EXPIRY_OVERRIDE_MS'], message: 'is for testing only and refused when APP_ENV=production' });
     }
     if ((config.ADMIN_USERNAME === undefined) !== (config.ADMIN_PASSWORD === undefined)) {
       ctx.addIssue({

@@ -7,6 +7,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { BookDepositInput, BookDepositResult, LedgerActivities } from '../activities/ledger.ts';
+import { failureType } from './failure-type.ts';
 import { businessStatusKey } from './search-attributes.ts';
 
 /**
@@ -29,17 +30,6 @@ export interface DepositWorkflowInput {
 }
 
 export type DepositOutcome = { status: 'BOOKED'; result: BookDepositResult } | { status: 'REFUSED'; code: string };
-
-/** The domain code of a refusal: the `type` of the first ApplicationFailure in the cause chain. */
-function failureType(error: unknown): string {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
-    const { type, cause } = current as { type?: unknown; cause?: unknown };
-    if (typeof type === 'string') return type;
-    current = cause;
-  }
-  return 'UNKNOWN';
-}
 
 export async function depositWorkflow(input: DepositWorkflowInput): Promise<DepositOutcome> {
   let outcome: DepositOutcome | undefined;

@@ -1,2 +1,4 @@
 /** Every workflow the worker runs; one file per business process. */
 export { depositWorkflow, bookDepositUpdate } from './deposit.ts';
+export { expireTokensWorkflow } from './expire-sweep.ts';
+export { plcWorkflow, issuePlcUpdate, cancelPlcUpdate, plcTransferredSignal, plcRedemptionFinishedSignal } from './plc.ts';

@@ -26,6 +26,20 @@ export const statusByCode: Record<ErrorCode, number> = {
   LEDGER_UNBALANCED: 500,
   IDEMPOTENCY_KEY_REUSED: 422,
   IDEMPOTENCY_REQUEST_IN_PROGRESS: 409,
+  PLC_NOT_FOUND: 404,
+  PLC_INVALID: 422,
+  PLC_ALREADY_EXISTS: 409,
+  PLC_AMOUNT_ABOVE_MAXIMUM: 422,
+  PLC_DAILY_LIMIT_EXCEEDED: 409,
+  PLC_NOT_FRESH: 422,
+  PLC_EXPIRED: 409,
+  PLC_NOT_CANCELLABLE: 409,
+  PLC_NOT_TRANSFERABLE: 409,
+  PLC_MISMATCH: 409,
+  DOUBLE_SPEND_DETECTED: 409,
+  SIGNATURE_INVALID: 422,
+  AUTHORIZATION_STALE: 422,
+  RISK_FLAG_NOT_FOUND: 404,
 };
 
 type Location = 'body' | 'query' | 'path' | 'header';
@@ -85,7 +99,9 @@ export const errorsPlugin = fp(
           // key): the same HTTPValidationError shape as every other 422, the code as its type.
           const field = typeof error.details?.field === 'string' ? [error.details.field] : [];
           const where = typeof error.details?.location === 'string' ? error.details.location : 'body';
-          return reply.code(422).send({ detail: [{ loc: [where, ...field], msg: error.message, type: error.code }] });
+          // A protocol rejection carries its stable reason code (docs/protocol.md) as the type.
+          const type = typeof error.details?.reason === 'string' ? `${error.code}.${error.details.reason}` : error.code;
+          return reply.code(422).send({ detail: [{ loc: [where, ...field], msg: error.message, type }] });
         }
         if (error.code === 'RATE_LIMITED' && typeof error.details?.retry_after_s === 'number') {
           void reply.header('retry-after', String(error.details.retry_after_s));

@@ -1,0 +1,56 @@
+import type { PlcRow, TransferRow } from '../db/plcs.ts';
+import { msToIso } from '../src/protocol/index.ts';
+import { money } from './schemas/money.ts';
+
+/** The PLC as the status endpoints show it. */
+export function toPlcStatus(row: PlcRow) {
+  return {
+    token_id: row.token_id,
+    status: row.status,
+    amount: money(row.amount_minor, row.currency),
+    currency: row.currency,
+    issuer_pubkey: row.issuer_pubkey,
+    bearer_pubkey: row.bearer_pubkey,
+    chain_length: row.chain_length,
+    head_hash: row.head_hash,
+    commitment_hash: row.commitment_hash,
+    created_at: msToIso(Number(row.created_at_ms)),
+    expires_at: msToIso(Number(row.expires_at_ms)),
+    redemption_in_flight: row.redemption_id !== null && row.status !== 'REDEEMED',
+    updated_at: row.status_changed_at.toISOString(),
+  };
+}
+
+export function toChainEntry(row: TransferRow) {
+  return {
+    position: row.position,
+    sender_pubkey: row.sender_pubkey,
+    recipient_pubkey: row.recipient_pubkey,
+    timestamp: msToIso(Number(row.timestamp_ms)),
+    nonce: row.nonce,
+    prev_hash: row.prev_hash,
+    signature: row.signature,
+    hash: row.record_hash,
+    registered_at: row.registered_at.toISOString(),
+  };
+}
+
+/** The full PLC JSON (docs/protocol.md) rebuilt from the stored rows. */
+export function toPlcJson(row: PlcRow, transfers: TransferRow[]) {
+  return {
+    version: row.version,
+    token_id: row.token_id,
+    issuer_pubkey: row.issuer_pubkey,
+    amount: money(row.amount_minor, row.currency),
+    currency: row.currency,
+    created_at: msToIso(Number(row.created_at_ms)),
+    expires_at: msToIso(Number(row.expires_at_ms)),
+    nonce: row.nonce,
+    commitment_hash: row.commitment_hash,
+    signature: row.signature,
+    transfer_chain: transfers.map((t) => {
+      const { position: _position, registered_at: _registeredAt, ...record } = toChainEntry(t);
+      return record;
+    }),
+  };
+}

@@ -1,0 +1,219 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { listTransactions } from '../../db/ledger.ts';
+import { getPlc, listPlcs, listTransfers } from '../../db/plcs.ts';
+import { listRiskFlags, resolveRiskFlag, riskFlagTypes, riskSeverities, type RiskFlagRow } from '../../db/risk-flags.ts';
+import { DomainError } from '../../src/errors.ts';
+import { bytesToHex, generateKeyPair } from '../../src/protocol/index.ts';
+import { expireTokensWorkflow } from '../../workflows/expire-sweep.ts';
+import { businessStatusKey, referenceIdKey } from '../../workflows/search-attributes.ts';
+import { toChainEntry, toPlcJson, toPlcStatus } from '../plc-views.ts';
+import { adminErrors, booleanQuery, errorResponse, pageQuery } from '../schemas/common.ts';
+import { toTransactionItem, transactionItem } from '../schemas/ledger.ts';
+import { chainEntry, plcStatusResponse, plcStatusSchema, tokenIdParam } from '../schemas/plc.ts';
+import { plcJsonSchema } from '../../src/protocol/index.ts';
+
+const riskFlagResponse = z
+  .object({
+    id: z.string().uuid(),
+    flag_type: z.enum(riskFlagTypes),
+    severity: z.enum(riskSeverities),
+    subject_pubkey: z.string().nullable(),
+    token_id: z.string().uuid().nullable(),
+    details: z.record(z.string(), z.unknown()),
+    occurrences: z.number().int(),
+    resolved: z.boolean(),
+    resolved_at: z.string().nullable(),
+    resolved_by: z.string().nullable(),
+    resolution_note: z.string().nullable(),
+    created_at: z.string(),
+    last_seen_at: z.string(),
+  })
+  .meta({ id: 'RiskFlagResponse' });
+
+function toRiskFlag(row: RiskFlagRow): z.infer<typeof riskFlagResponse> {
+  return {
+    ...row,
+    resolved_at: row.resolved_at?.toISOString() ?? null,
+    created_at: row.created_at.toISOString(),
+    last_seen_at: row.last_seen_at.toISOString(),
+  };
+}
+
+/** How long the expire-tokens call waits for its sweep before answering 202. */
+const sweepWaitMs = 20_000;
+
+/** Administration of PLCs and risk flags. Every route needs an admin token. */
+export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
+  const routes = app.withTypeProvider<ZodTypeProvider>();
+  const { pool, temporal, config } = app.deps;
+  app.addHook('onRequest', app.requireAdmin());
+  const security = [{ bearer: [] }];
+
+  routes.get(
+    '/plcs',
+    {
+      schema: {
+        tags: ['admin: plc'],
+        summary: 'PLCs, newest first, optionally by status',
+        security,
+        querystring: pageQuery.extend({ status: plcStatusSchema.optional() }),
+        response: { 200: z.array(plcStatusResponse), ...adminErrors },
+      },
+    },
+    async (request) => {
+      const { status, limit, offset } = request.query;
+      return (await listPlcs(pool, { status }, { limit, offset })).map(toPlcStatus);
+    },
+  );
+
+  routes.get(
+    '/plcs/:token_id/detail',
+    {
+      schema: {
+        tags: ['admin: plc'],
+        summary: 'The full PLC with its chain, its ledger transactions and its workflow id',
+        security,
+        params: tokenIdParam,
+        response: {
+          200: z
+            .object({
+              status: plcStatusResponse,
+              plc: plcJsonSchema,
+              chain: z.array(chainEntry),
+              device_id: z.string(),
+              workflow_id: z.string(),
+              transactions: z.array(transactionItem),
+            })
+            .meta({ id: 'AdminPLCDetailResponse' }),
+          404: errorResponse,
+          ...adminErrors,
+        },
+      },
+    },
+    async (request) => {
+      const row = await getPlc(pool, request.params.token_id);
+      if (row === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
+      const transfers = await listTransfers(pool, row.token_id);
+      const transactions = (await listTransactions(pool, { referenceType: 'plc' }, { limit: 200, offset: 0 })).filter(
+        (tx) => tx.reference_id === row.token_id,
+      );
+      return {
+        status: toPlcStatus(row),
+        plc: toPlcJson(row, transfers),
+        chain: transfers.map(toChainEntry),
+        device_id: row.device_id,
+        workflow_id: `plc-${row.token_id}`,
+        transactions: transactions.map(toTransactionItem),
+      };
+    },
+  );
+
+  routes.get(
+    '/risk-flags',
+    {
+      schema: {
+        tags: ['admin: risk'],
+        summary: 'Risk flags, newest first',
+        security,
+        querystring: pageQuery.extend({ resolved: booleanQuery.optional(), severity: z.enum(riskSeverities).optional() }),
+        response: { 200: z.array(riskFlagResponse), ...adminErrors },
+      },
+    },
+    async (request) => {
+      const { resolved, severity, limit, offset } = request.query;
+      return (await listRiskFlags(pool, { resolved, severity }, { limit, offset })).map(toRiskFlag);
+    },
+  );
+
+  routes.post(
+    '/risk-flags/:flag_id/resolve',
+    {
+      schema: {
+        tags: ['admin: risk'],
+        summary: 'Mark a risk flag resolved (idempotent)',
+        security,
+        params: z.object({ flag_id: z.string().uuid() }),
+        body: z.strictObject({ note: z.string().max(1000).optional() }).optional(),
+        response: { 200: riskFlagResponse, 404: errorResponse, ...adminErrors },
+      },
+    },
+    async (request) => {
+      const flag = await resolveRiskFlag(pool, request.params.flag_id, {
+        resolvedBy: request.admin?.username ?? 'unknown',
+        note: request.body?.note ?? null,
+      });
+      if (flag === null) throw new DomainError('RISK_FLAG_NOT_FOUND', 'no such risk flag');
+      return toRiskFlag(flag);
+    },
+  );
+
+  routes.post(
+    '/expire-tokens',
+    {
+      schema: {
+        tags: ['admin: plc'],
+        summary: 'Expire every overdue PLC now (ledger release and a risk flag each), through the expire-tokens workflow',
+        security,
+        response: {
+          200: z.object({ run_id: z.string().uuid(), workflow_id: z.string(), status: z.enum(['COMPLETED', 'PARTIAL']), expired: z.number().int(), token_ids: z.array(z.string()) }),
+          202: z.object({ run_id: z.string().uuid(), workflow_id: z.string(), status: z.literal('RUNNING') }),
+          ...adminErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const runId = randomUUID();
+      const workflowId = `expire-tokens-${runId}`;
+      const handle = await temporal.workflow.start(expireTokensWorkflow, {
+        workflowId,
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        args: [{ runId, graceMs: config.CLOCK_TOLERANCE_MS, batchSize: 100, batchesMax: 1000 }],
+        typedSearchAttributes: [
+          { key: referenceIdKey, value: runId },
+          { key: businessStatusKey, value: 'RUNNING' },
+        ],
+      });
+      request.log.info({ workflow_id: workflowId, admin: request.admin?.username }, 'expire-tokens sweep started');
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<null>((resolve) => {
+        timer = setTimeout(() => resolve(null), sweepWaitMs);
+      });
+      const result = await Promise.race([handle.result(), timeout]).finally(() => clearTimeout(timer));
+      if (result === null) return reply.code(202).send({ run_id: runId, workflow_id: workflowId, status: 'RUNNING' as const });
+      return {
+        run_id: runId,
+        workflow_id: workflowId,
+        status: result.complete ? ('COMPLETED' as const) : ('PARTIAL' as const),
+        expired: result.expiredTokenIds.length,
+        token_ids: result.expiredTokenIds,
+      };
+    },
+  );
+
+  routes.get(
+    '/generate-keypair',
+    {
+      schema: {
+        tags: ['admin: plc'],
+        summary: 'Generate an Ed25519 key pair for testing (never use it for real money: the private key travelled over the network)',
+        security,
+        response: {
+          200: z.object({ public_key: z.string(), private_key: z.string(), algorithm: z.literal('Ed25519'), warning: z.string() }),
+          ...adminErrors,
+        },
+      },
+    },
+    async () => {
+      const keys = generateKeyPair();
+      return {
+        public_key: bytesToHex(keys.publicKey),
+        private_key: bytesToHex(keys.secretKey),
+        algorithm: 'Ed25519' as const,
+        warning: 'for testing only: a private key generated by a server is known to that server',
+      };
+    },
+  );
+}

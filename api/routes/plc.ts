@@ -1,0 +1,393 @@
+import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { appendTransfers, getPlc, isUniqueViolation, listIssuerActive, listTransfers, type AppendResult } from '../../db/plcs.ts';
+import { raiseRiskFlag } from '../../db/risk-flags.ts';
+import { DomainError } from '../../src/errors.ts';
+import { expiryDueAtMs } from '../../src/plc/lifecycle.ts';
+import { decideRegistration } from '../../src/plc/register-transfers.ts';
+import {
+  bytesEqual,
+  bytesToHex,
+  cancelAuthorizationJsonSchema,
+  checkFreshness,
+  decodeTransportText,
+  hexToBytes,
+  isProtocolError,
+  plcFromJson,
+  verifyCancel,
+  verifyPlc,
+  type Plc,
+  type PlcJson,
+} from '../../src/protocol/index.ts';
+import { cancelPlcUpdate, issuePlcUpdate, plcTransferredSignal, plcWorkflow } from '../../workflows/plc.ts';
+import { businessStatusKey, ownerIdKey, tokenIdKey } from '../../workflows/search-attributes.ts';
+import { idempotent } from '../idempotency.ts';
+import { toChainEntry, toPlcStatus } from '../plc-views.ts';
+import { errorResponse, standardErrors } from '../schemas/common.ts';
+import { idempotencyKeyHeader } from '../schemas/ledger.ts';
+import { money } from '../schemas/money.ts';
+import {
+  cancelPlcResponse,
+  chainEntry,
+  createPlcRequest,
+  createPlcResponse,
+  deviceIdSchema,
+  plcStatusResponse,
+  pubkeySchema,
+  tokenIdParam,
+  transferPlcRequest,
+  transferPlcResponse,
+} from '../schemas/plc.ts';
+import { withDomainErrors } from '../temporal.ts';
+
+const modifyHeaders = z.object({ 'x-device-id': deviceIdSchema, 'idempotency-key': idempotencyKeyHeader.optional() });
+const refusals = { 404: errorResponse, 409: errorResponse, 429: errorResponse, ...standardErrors };
+
+function deviceOf(request: FastifyRequest): string {
+  const header = request.headers['x-device-id'];
+  return typeof header === 'string' ? header : '-';
+}
+
+/** Rate limits keyed by client address and device id, counted in PostgreSQL (all replicas). */
+function rateLimit(groupId: string, max: number) {
+  return {
+    rateLimit: {
+      max,
+      timeWindow: 60_000,
+      groupId,
+      keyGenerator: (request: FastifyRequest) => `${request.ip}|${deviceOf(request)}`,
+    },
+  };
+}
+
+/** Verifies a PLC the way a wallet does; a refusal names the protocol's stable reason. */
+function verifyOrRefuse(plc: Plc, clockToleranceMs: number, field: string): void {
+  const verification = verifyPlc(plc, { clockToleranceMs });
+  if (!verification.ok) {
+    throw new DomainError('PLC_INVALID', `the PLC does not verify: ${verification.reason}${verification.index === null ? '' : ` at record ${verification.index}`}`, {
+      field,
+      reason: verification.reason,
+      index: verification.index,
+    });
+  }
+}
+
+function parsePlc(json: PlcJson | undefined, transport: string | undefined): Plc {
+  try {
+    if (json !== undefined) return plcFromJson(json);
+    if (transport !== undefined) return decodeTransportText(transport);
+  } catch (error) {
+    if (isProtocolError(error)) {
+      throw new DomainError('PLC_INVALID', error.message, { field: json === undefined ? 'transport' : 'plc', reason: error.code });
+    }
+    throw error;
+  }
+  throw new DomainError('PLC_INVALID', 'send exactly one of plc or transport', { field: 'plc' });
+}
+
+/** The spec's PLC section: create, status, chain, the issuer's active PLCs, cancel, transfer. */
+export async function plcRoutes(app: FastifyInstance): Promise<void> {
+  const routes = app.withTypeProvider<ZodTypeProvider>();
+  const { pool, temporal, config } = app.deps;
+  const toleranceMs = config.CLOCK_TOLERANCE_MS;
+
+  async function createPlc(request: FastifyRequest, reply: FastifyReply, plcJson: PlcJson, field: string) {
+    const deviceId = deviceOf(request);
+    return idempotent(request, reply, { pool, scope: 'plc-create', windowMs: config.IDEMPOTENCY_WINDOW_MS }, async () => {
+      const plc = parsePlc(plcJson, undefined);
+      verifyOrRefuse(plc, toleranceMs, field);
+      if (plc.transferChain.length > 0) {
+        throw new DomainError('PLC_INVALID', 'a PLC is created with an empty transfer chain; register hops with /transfer/', {
+          field: `${field}.transfer_chain`,
+        });
+      }
+      const { commitment } = plc;
+      const nowMs = Date.now();
+      const freshness = checkFreshness(commitment.createdAtMs, nowMs, toleranceMs);
+      if (!freshness.ok) {
+        throw new DomainError('PLC_NOT_FRESH', `created_at must be within ${toleranceMs} ms of the server clock`, {
+          field: `${field}.created_at`,
+        });
+      }
+      const tokenId = commitment.tokenId;
+      const issuerPubkey = bytesToHex(commitment.issuerPublicKey);
+      const dueAtMs =
+        config.PLC_EXPIRY_OVERRIDE_MS === undefined
+          ? expiryDueAtMs(commitment.expiresAtMs, toleranceMs)
+          : nowMs + config.PLC_EXPIRY_OVERRIDE_MS;
+      const workflowId = `plc-${tokenId}`;
+      const startWorkflowOperation = new WithStartWorkflowOperation(plcWorkflow, {
+        workflowId,
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        args: [{ tokenId, issuerPubkey, expiryDueAtMs: dueAtMs }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        typedSearchAttributes: [
+          { key: tokenIdKey, value: tokenId },
+          { key: ownerIdKey, value: issuerPubkey },
+          { key: businessStatusKey, value: 'ISSUING' },
+        ],
+      });
+      const result = await withDomainErrors(() =>
+        temporal.workflow.executeUpdateWithStart(issuePlcUpdate, {
+          args: [
+            {
+              tokenId,
+              issuerPubkey,
+              amountMinor: commitment.amountMinor.toString(),
+              currency: commitment.currency as 'BRL' | 'USD' | 'EUR',
+              createdAtMs: commitment.createdAtMs,
+              expiresAtMs: commitment.expiresAtMs,
+              nonce: bytesToHex(commitment.nonce),
+              commitmentHash: bytesToHex(plc.commitmentHash),
+              signature: bytesToHex(plc.issuerSignature),
+              deviceId,
+              amountMaxMinor: config.PLC_MAX_AMOUNT_MINOR.toString(),
+              dailyLimitMinor: config.PLC_DAILY_LIMIT_MINOR.toString(),
+            },
+          ],
+          startWorkflowOperation,
+        }),
+      );
+      const row = await getPlc(pool, tokenId);
+      if (row === null) throw new Error(`PLC ${tokenId} was issued but is not in the database`);
+      return { ...toPlcStatus(row), workflow_id: workflowId, issue_transaction_id: row.issue_tx_id, created: result.created };
+    });
+  }
+
+  const createSchema = {
+    tags: ['plc'],
+    headers: modifyHeaders,
+    response: { 200: createPlcResponse, ...refusals },
+  };
+
+  routes.post(
+    '/plc/create',
+    {
+      schema: {
+        ...createSchema,
+        summary: 'Register an issuer-signed PLC: books AVAILABLE -> PROMISED and starts its workflow (plc-<token_id>)',
+        body: createPlcRequest,
+      },
+      config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
+    },
+    async (request, reply) => createPlc(request, reply, request.body.plc, 'plc'),
+  );
+
+  routes.post(
+    '/plcs',
+    {
+      schema: {
+        ...createSchema,
+        summary: 'Protocol-level create: the body is the PLC JSON itself (amount, currency and the signed fields)',
+        body: createPlcRequest.shape.plc,
+      },
+      config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
+    },
+    async (request, reply) => createPlc(request, reply, request.body, 'body'),
+  );
+
+  routes.get(
+    '/plc/:token_id/status',
+    {
+      schema: { tags: ['plc'], summary: "A PLC's status", params: tokenIdParam, response: { 200: plcStatusResponse, 404: errorResponse, ...standardErrors } },
+      config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
+    },
+    async (request) => {
+      const row = await getPlc(pool, request.params.token_id);
+      if (row === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
+      return toPlcStatus(row);
+    },
+  );
+
+  routes.get(
+    '/plc/:token_id/chain',
+    {
+      schema: {
+        tags: ['plc'],
+        summary: "A PLC's registered transfer chain, in order",
+        params: tokenIdParam,
+        response: { 200: z.array(chainEntry), 404: errorResponse, ...standardErrors },
+      },
+      config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
+    },
+    async (request) => {
+      const row = await getPlc(pool, request.params.token_id);
+      if (row === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
+      return (await listTransfers(pool, row.token_id)).map(toChainEntry);
+    },
+  );
+
+  routes.get(
+    '/plc/issuer/:issuer_pubkey/active',
+    {
+      schema: {
+        tags: ['plc'],
+        summary: "The issuer's ISSUED and TRANSFERRED PLCs (recovery after a lost create response), newest first, at most 200",
+        params: z.object({ issuer_pubkey: pubkeySchema }),
+        response: { 200: z.array(plcStatusResponse), ...standardErrors },
+      },
+      config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
+    },
+    async (request) => (await listIssuerActive(pool, request.params.issuer_pubkey, 200)).map(toPlcStatus),
+  );
+
+  routes.post(
+    '/plc/:token_id/cancel',
+    {
+      schema: {
+        tags: ['plc'],
+        summary: 'Cancel an ISSUED PLC (issuer-signed): books PROMISED -> AVAILABLE and ends its workflow',
+        params: tokenIdParam,
+        headers: z.object({ 'x-device-id': deviceIdSchema }),
+        body: cancelAuthorizationJsonSchema.describe('CancelPLCRequest: the issuer-signed cancel authorisation (docs/protocol.md)'),
+        response: { 200: cancelPlcResponse, ...refusals },
+      },
+      config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
+    },
+    async (request) => {
+      const tokenId = request.params.token_id;
+      const body = request.body;
+      if (body.token_id !== tokenId) {
+        throw new DomainError('PLC_MISMATCH', 'the authorisation names another PLC', { token_id: body.token_id });
+      }
+      const row = await getPlc(pool, tokenId);
+      if (row === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
+      if (body.issuer_pubkey !== row.issuer_pubkey || body.commitment_hash !== row.commitment_hash) {
+        throw new DomainError('SIGNATURE_INVALID', 'only the original issuer may cancel, over the PLC commitment', { field: 'issuer_pubkey' });
+      }
+      const authorization = {
+        tokenId,
+        commitmentHash: hexToBytes(body.commitment_hash, 32),
+        timestampMs: body.timestamp_ms,
+        issuerPublicKey: hexToBytes(body.issuer_pubkey, 32),
+        signature: hexToBytes(body.signature, 64),
+      };
+      if (!verifyCancel(authorization)) throw new DomainError('SIGNATURE_INVALID', 'the cancel signature does not verify', { field: 'signature' });
+      if (!checkFreshness(body.timestamp_ms, Date.now(), toleranceMs).ok) {
+        throw new DomainError('AUTHORIZATION_STALE', `the authorisation must be signed within ${toleranceMs} ms of now`, { field: 'timestamp_ms' });
+      }
+      if (row.status !== 'ISSUED' || row.chain_length > 0) {
+        throw new DomainError('PLC_NOT_CANCELLABLE', `a ${row.status} PLC cannot be cancelled`, { status: row.status, chain_length: row.chain_length });
+      }
+      let state;
+      try {
+        state = await withDomainErrors(() => temporal.workflow.getHandle(`plc-${tokenId}`).executeUpdate(cancelPlcUpdate));
+      } catch (error) {
+        if (!(error instanceof WorkflowNotFoundError)) throw error;
+        // The workflow has ended (the PLC expired or was cancelled meanwhile): the database says which.
+        const latest = await getPlc(pool, tokenId);
+        throw new DomainError('PLC_NOT_CANCELLABLE', `a ${latest?.status ?? 'missing'} PLC cannot be cancelled`, { status: latest?.status });
+      }
+      return {
+        token_id: tokenId,
+        status: 'CANCELLED' as const,
+        released_amount: money(BigInt(state.amountMinor), state.currency),
+        currency: state.currency,
+        transaction_id: state.finalTxId ?? '',
+      };
+    },
+  );
+
+  routes.post(
+    '/transfer/',
+    {
+      schema: {
+        tags: ['plc'],
+        summary: 'Register transfer hops learnt offline; the whole chain is verified; appending a known chain is idempotent',
+        headers: modifyHeaders,
+        body: transferPlcRequest,
+        response: { 200: transferPlcResponse, ...refusals },
+      },
+      config: rateLimit('transfer', config.RATE_LIMIT_TRANSFER_PER_MINUTE),
+    },
+    async (request, reply) =>
+      idempotent(request, reply, { pool, scope: 'transfer', windowMs: config.IDEMPOTENCY_WINDOW_MS }, async () => {
+        const plc = parsePlc(request.body.plc, request.body.transport);
+        verifyOrRefuse(plc, toleranceMs, request.body.plc === undefined ? 'transport' : 'plc');
+        const tokenId = plc.commitment.tokenId;
+        const stored = await getPlc(pool, tokenId);
+        if (stored === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC: it must be created first');
+        if (!bytesEqual(hexToBytes(stored.commitment_hash, 32), plc.commitmentHash)) {
+          throw new DomainError('PLC_MISMATCH', 'this PLC differs from the one registered under its token id');
+        }
+        if (Date.now() > expiryDueAtMs(Number(stored.expires_at_ms), toleranceMs) && stored.status !== 'REDEEMED') {
+          throw new DomainError('PLC_EXPIRED', 'the PLC has expired', { expires_at: stored.expires_at.toISOString() });
+        }
+        const deviceId = deviceOf(request);
+        const decide = (row: Parameters<Parameters<typeof appendTransfers>[3]>[0], known: Parameters<Parameters<typeof appendTransfers>[3]>[1]) =>
+          decideRegistration({ status: row.status, redemptionInFlight: row.redemption_id !== null }, known, plc.transferChain);
+        let result: AppendResult | null;
+        try {
+          result = await appendTransfers(pool, tokenId, deviceId, decide);
+        } catch (error) {
+          // Two registrations raced past each other's reads: the loser's insert hit the one-successor
+          // or nonce constraint. Decide again against the winner's chain (a fork, or nothing new).
+          if (!isUniqueViolation(error)) throw error;
+          result = await appendTransfers(pool, tokenId, deviceId, decide);
+        }
+        if (result === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
+        switch (result.outcome) {
+          case 'fork': {
+            const { decision } = result;
+            const flag = await raiseRiskFlag(pool, {
+              flagType: 'DOUBLE_SPEND_FORK',
+              severity: 'high',
+              subjectPubkey: decision.culpritPubkey,
+              tokenId,
+              dedupeKey: `fork:${tokenId}:${decision.known.prevHash}:${decision.presented.recordHash}`,
+              details: { prev_hash: decision.known.prevHash, position: decision.index, device_id: deviceId },
+            });
+            request.log.warn({ token_id: tokenId, culprit: decision.culpritPubkey, flag_id: flag.id }, 'double spend: fork refused');
+            throw new DomainError('DOUBLE_SPEND_DETECTED', 'this record spends a PLC state that already has another successor', {
+              token_id: tokenId,
+              signer_pubkey: decision.culpritPubkey,
+              prev_hash: decision.known.prevHash,
+              position: decision.index,
+              registered_record: recordJson(decision.known),
+              presented_record: recordJson(decision.presented),
+              risk_flag_id: flag.id,
+            });
+          }
+          case 'unrelated':
+            throw new DomainError('PLC_MISMATCH', 'the presented chain does not continue the registered one', { position: result.index });
+          case 'not_transferable':
+            throw new DomainError('PLC_NOT_TRANSFERABLE', `a ${result.plc.status} PLC cannot be transferred`, {
+              status: result.plc.status,
+              redemption_in_flight: result.plc.redemption_id !== null,
+            });
+          case 'appended':
+          case 'unchanged':
+            break;
+        }
+        if (result.outcome === 'appended' && result.statusChanged) {
+          // Best effort, after the commit: the workflow only mirrors the status for the UI.
+          temporal.workflow
+            .getHandle(`plc-${tokenId}`)
+            .signal(plcTransferredSignal, { chainLength: result.plc.chain_length })
+            .catch((error: unknown) => request.log.warn({ err: error, token_id: tokenId }, 'could not signal the PLC workflow'));
+        }
+        return {
+          token_id: tokenId,
+          status: result.plc.status,
+          chain_length: result.plc.chain_length,
+          bearer_pubkey: result.plc.bearer_pubkey,
+          head_hash: result.plc.head_hash,
+          appended: result.appended,
+        };
+      }),
+  );
+}
+
+function recordJson(record: { senderPubkey: string; recipientPubkey: string; timestampMs: number; nonce: string; prevHash: string; signature: string; recordHash: string }) {
+  return {
+    sender_pubkey: record.senderPubkey,
+    recipient_pubkey: record.recipientPubkey,
+    timestamp_ms: record.timestampMs,
+    nonce: record.nonce,
+    prev_hash: record.prevHash,
+    signature: record.signature,
+    hash: record.recordHash,
+  };
+}

@@ -1,0 +1,352 @@
+import type { DatabaseError } from 'pg';
+import { z } from 'zod';
+import { DomainError } from '../src/errors.ts';
+import { moneyModel } from '../src/ledger/money-model.ts';
+import { plcStatuses, type PlcStatus } from '../src/plc/lifecycle.ts';
+import type { Currency } from '../src/money/currency.ts';
+import type { KnownRecord, RegistrationDecision } from '../src/plc/register-transfers.ts';
+import { postTransaction } from './ledger.ts';
+import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
+import { many, maybeOne, one } from './sql.ts';
+
+/**
+ * PLC rows and their transfer chains. Every state transition is one guarded UPDATE inside a
+ * transaction that also books its ledger movement, so a PLC's status and its money never
+ * disagree, and two paths (expiry and cancel, two forks) can never both win.
+ */
+
+export const plcRow = z.object({
+  token_id: z.string().uuid(),
+  version: z.literal('2.0'),
+  issuer_pubkey: z.string(),
+  issuer_owner_id: z.string(),
+  amount_minor: z.bigint(),
+  currency: z.enum(['BRL', 'USD', 'EUR']),
+  created_at: z.date(),
+  created_at_ms: z.bigint(),
+  expires_at: z.date(),
+  expires_at_ms: z.bigint(),
+  nonce: z.string(),
+  commitment_hash: z.string(),
+  signature: z.string(),
+  status: z.enum(plcStatuses),
+  chain_length: z.number().int(),
+  head_hash: z.string(),
+  bearer_pubkey: z.string(),
+  device_id: z.string(),
+  redemption_id: z.string().uuid().nullable(),
+  issue_tx_id: z.string().uuid(),
+  final_tx_id: z.string().uuid().nullable(),
+  settlement_tx_id: z.string().uuid().nullable(),
+  registered_at: z.date(),
+  status_changed_at: z.date(),
+});
+export type PlcRow = z.infer<typeof plcRow>;
+
+export const transferRow = z.object({
+  token_id: z.string().uuid(),
+  position: z.number().int(),
+  sender_pubkey: z.string(),
+  recipient_pubkey: z.string(),
+  timestamp_ms: z.bigint(),
+  nonce: z.string(),
+  prev_hash: z.string(),
+  signature: z.string(),
+  record_hash: z.string(),
+  device_id: z.string(),
+  registered_at: z.date(),
+});
+export type TransferRow = z.infer<typeof transferRow>;
+
+const plcColumns = `token_id, version, issuer_pubkey, issuer_owner_id, amount_minor, currency, created_at, created_at_ms,
+  expires_at, expires_at_ms, nonce, commitment_hash, signature, status, chain_length, head_hash, bearer_pubkey, device_id,
+  redemption_id, issue_tx_id, final_tx_id, settlement_tx_id, registered_at, status_changed_at`;
+
+export function getPlc(db: Queryable, tokenId: string): Promise<PlcRow | null> {
+  return maybeOne(db, plcRow, {
+    name: 'plc-get',
+    text: `SELECT ${plcColumns} FROM plcs WHERE token_id = $1`,
+    values: [tokenId],
+  });
+}
+
+async function lockPlc(client: PoolClient, tokenId: string): Promise<PlcRow | null> {
+  return maybeOne(client, plcRow, {
+    name: 'plc-lock',
+    text: `SELECT ${plcColumns} FROM plcs WHERE token_id = $1 FOR UPDATE`,
+    values: [tokenId],
+  });
+}
+
+export function listTransfers(db: Queryable, tokenId: string): Promise<TransferRow[]> {
+  return many(db, transferRow, {
+    name: 'plc-transfers',
+    text: `SELECT token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash, signature,
+                  record_hash, device_id, registered_at
+             FROM plc_transfers WHERE token_id = $1 ORDER BY position`,
+    values: [tokenId],
+  });
+}
+
+export interface NewPlc {
+  tokenId: string;
+  issuerPubkey: string;
+  amountMinor: bigint;
+  currency: Currency;
+  createdAtMs: number;
+  expiresAtMs: number;
+  nonce: string;
+  commitmentHash: string;
+  signature: string;
+  deviceId: string;
+}
+
+export interface IssueLimits {
+  amountMaxMinor: bigint;
+  dailyLimitMinor: bigint;
+}
+
+export type IssueResult = { plc: PlcRow; created: boolean };
+
+/**
+ * Stores the PLC as ISSUED and books issuer AVAILABLE -> PROMISED in one transaction. A retry of
+ * the same PLC answers the stored row (created=false); another PLC under the same token id is a
+ * conflict. Refusals (frozen account, limits, funds) leave nothing behind.
+ */
+export async function issuePlc(pool: Pool, input: NewPlc, limits: IssueLimits): Promise<IssueResult> {
+  return withTransaction(pool, async (client) => {
+    const existing = await getPlc(client, input.tokenId);
+    if (existing !== null) {
+      if (existing.commitment_hash !== input.commitmentHash) {
+        throw new DomainError('PLC_ALREADY_EXISTS', 'another PLC with this token id exists', { token_id: input.tokenId });
+      }
+      return { plc: existing, created: false };
+    }
+    if (input.amountMinor > limits.amountMaxMinor) {
+      throw new DomainError('PLC_AMOUNT_ABOVE_MAXIMUM', `a PLC may carry at most ${limits.amountMaxMinor} minor units`, {
+        field: 'amount',
+        amount_max_minor: limits.amountMaxMinor.toString(),
+      });
+    }
+    const ownerId = input.issuerPubkey;
+    // The issuer's account row serialises this issuer's creates, so the daily limit holds under
+    // concurrency; it is created on first use like every ledger account.
+    await client.query({
+      name: 'plc-ensure-account',
+      text: `INSERT INTO ledger_accounts (owner_id, kind) VALUES ($1, 'user') ON CONFLICT (owner_id) DO NOTHING`,
+      values: [ownerId],
+    });
+    const account = await one(client, z.object({ status: z.enum(['ACTIVE', 'FROZEN']) }), {
+      name: 'plc-lock-issuer-account',
+      text: 'SELECT status FROM ledger_accounts WHERE owner_id = $1 FOR UPDATE',
+      values: [ownerId],
+    });
+    if (account.status !== 'ACTIVE') {
+      throw new DomainError('ACCOUNT_FROZEN', 'the issuer account is frozen: it can receive but not spend', { owner_id: ownerId });
+    }
+    const issuedToday = await one(client, z.object({ total: z.bigint() }), {
+      name: 'plc-issued-last-24h',
+      text: `SELECT coalesce(sum(amount_minor), 0)::bigint AS total FROM plcs
+              WHERE issuer_owner_id = $1 AND currency = $2 AND registered_at > now() - interval '24 hours'`,
+      values: [ownerId, input.currency],
+    });
+    if (issuedToday.total + input.amountMinor > limits.dailyLimitMinor) {
+      throw new DomainError('PLC_DAILY_LIMIT_EXCEEDED', 'this PLC would exceed the issuer daily limit', {
+        daily_limit_minor: limits.dailyLimitMinor.toString(),
+        issued_last_24h_minor: issuedToday.total.toString(),
+      });
+    }
+    const posting = moneyModel.plcIssued({ issuerId: ownerId, currency: input.currency, amountMinor: input.amountMinor });
+    const booked = await postTransaction(client, {
+      idempotencyKey: `plc:${input.tokenId}:issue`,
+      txType: posting.txType,
+      referenceType: 'plc',
+      referenceId: input.tokenId,
+      entries: posting.entries,
+    });
+    const plc = await one(client, plcRow, {
+      name: 'plc-insert',
+      text: `INSERT INTO plcs (token_id, version, issuer_pubkey, issuer_owner_id, amount_minor, currency, created_at, created_at_ms,
+                               expires_at, expires_at_ms, nonce, commitment_hash, signature, status, chain_length, head_hash,
+                               bearer_pubkey, device_id, issue_tx_id)
+             VALUES ($1, '2.0', $2, $3, $4, $5, to_timestamp($6::double precision / 1000), $6, to_timestamp($7::double precision / 1000), $7,
+                     $8, $9, $10, 'ISSUED', 0, $9, $2, $11, $12)
+             RETURNING ${plcColumns}`,
+      values: [
+        input.tokenId,
+        input.issuerPubkey,
+        ownerId,
+        input.amountMinor.toString(),
+        input.currency,
+        input.createdAtMs,
+        input.expiresAtMs,
+        input.nonce,
+        input.commitmentHash,
+        input.signature,
+        input.deviceId,
+        booked.transactionId,
+      ],
+    });
+    return { plc, created: true };
+  });
+}
+
+export type ReleaseKind = 'CANCELLED' | 'EXPIRED';
+
+export type ReleaseResult = { released: true; plc: PlcRow } | { released: false; plc: PlcRow | null };
+
+/**
+ * Cancel (only ISSUED with no hop) or expire (any live status, no redemption in flight): one
+ * guarded UPDATE plus PROMISED -> AVAILABLE in one transaction. Whichever path comes first wins;
+ * the other finds nothing to do.
+ */
+export async function releasePlc(pool: Pool, tokenId: string, kind: ReleaseKind): Promise<ReleaseResult> {
+  return withTransaction(pool, async (client) => {
+    const plc = await lockPlc(client, tokenId);
+    if (plc === null) return { released: false, plc: null };
+    const allowed =
+      kind === 'CANCELLED'
+        ? plc.status === 'ISSUED' && plc.chain_length === 0
+        : (plc.status === 'ISSUED' || plc.status === 'TRANSFERRED') && plc.redemption_id === null;
+    if (!allowed) return { released: false, plc };
+    const posting =
+      kind === 'CANCELLED'
+        ? moneyModel.plcCancelled({ issuerId: plc.issuer_owner_id, currency: plc.currency, amountMinor: plc.amount_minor })
+        : moneyModel.plcExpired({ issuerId: plc.issuer_owner_id, currency: plc.currency, amountMinor: plc.amount_minor });
+    const booked = await postTransaction(client, {
+      idempotencyKey: `plc:${tokenId}:release`,
+      txType: posting.txType,
+      referenceType: 'plc',
+      referenceId: tokenId,
+      entries: posting.entries,
+      // Releasing a promise returns money inside the issuer's own account: allowed when frozen.
+      allowFrozen: true,
+    });
+    const updated = await one(client, plcRow, {
+      name: 'plc-release',
+      text: `UPDATE plcs SET status = $2, final_tx_id = $3, status_changed_at = now() WHERE token_id = $1
+             RETURNING ${plcColumns}`,
+      values: [tokenId, kind, booked.transactionId],
+    });
+    return { released: true, plc: updated };
+  });
+}
+
+export type AppendResult =
+  | { outcome: 'appended' | 'unchanged'; plc: PlcRow; appended: number; statusChanged: boolean }
+  | { outcome: 'fork'; plc: PlcRow; decision: Extract<RegistrationDecision, { kind: 'fork' }> }
+  | { outcome: 'unrelated'; plc: PlcRow; index: number }
+  | { outcome: 'not_transferable'; plc: PlcRow };
+
+export function toKnownRecord(row: TransferRow): KnownRecord {
+  return {
+    senderPubkey: row.sender_pubkey,
+    recipientPubkey: row.recipient_pubkey,
+    timestampMs: Number(row.timestamp_ms),
+    nonce: row.nonce,
+    prevHash: row.prev_hash,
+    signature: row.signature,
+    recordHash: row.record_hash,
+  };
+}
+
+/**
+ * Registers records a wallet learnt offline. `decide` receives the locked PLC and the known
+ * chain and says what the presented (already verified) chain does to it. Runs under the PLC's
+ * row lock, so registrations of one PLC are serialised; the UNIQUE (token_id, prev_hash)
+ * constraint is the last line against a second successor.
+ */
+export async function appendTransfers(
+  pool: Pool,
+  tokenId: string,
+  deviceId: string,
+  decide: (plc: PlcRow, known: KnownRecord[]) => RegistrationDecision,
+): Promise<AppendResult | null> {
+  return withTransaction(pool, async (client) => {
+    const plc = await lockPlc(client, tokenId);
+    if (plc === null) return null;
+    const known = (await listTransfers(client, tokenId)).map(toKnownRecord);
+    const decision = decide(plc, known);
+    switch (decision.kind) {
+      case 'refuse':
+        return { outcome: 'not_transferable', plc };
+      case 'fork':
+        return { outcome: 'fork', plc, decision };
+      case 'unrelated':
+        return { outcome: 'unrelated', plc, index: decision.index };
+      case 'unchanged':
+        return { outcome: 'unchanged', plc, appended: 0, statusChanged: false };
+      case 'extend':
+        break;
+    }
+    for (const record of decision.records) {
+      await client.query({
+        name: 'plc-transfer-insert',
+        text: `INSERT INTO plc_transfers (token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash,
+                                          signature, record_hash, device_id)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        values: [
+          tokenId,
+          record.position,
+          record.senderPubkey,
+          record.recipientPubkey,
+          record.timestampMs,
+          record.nonce,
+          record.prevHash,
+          record.signature,
+          record.recordHash,
+          deviceId,
+        ],
+      });
+    }
+    const updated = await one(client, plcRow, {
+      name: 'plc-transfer-advance',
+      text: `UPDATE plcs SET status = 'TRANSFERRED', chain_length = $2, head_hash = $3, bearer_pubkey = $4,
+                    status_changed_at = CASE WHEN status = 'TRANSFERRED' THEN status_changed_at ELSE now() END
+              WHERE token_id = $1 AND status IN ('ISSUED', 'TRANSFERRED') AND redemption_id IS NULL
+              RETURNING ${plcColumns}`,
+      values: [tokenId, decision.chainLength, decision.headHash, decision.bearerPubkey],
+    });
+    return { outcome: 'appended', plc: updated, appended: decision.records.length, statusChanged: plc.status === 'ISSUED' };
+  });
+}
+
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  const pgError = error as Partial<DatabaseError>;
+  return pgError.code === '23505' && (constraint === undefined || pgError.constraint === constraint);
+}
+
+export function listIssuerActive(db: Queryable, issuerPubkey: string, limit: number): Promise<PlcRow[]> {
+  return many(db, plcRow, {
+    name: 'plc-issuer-active',
+    text: `SELECT ${plcColumns} FROM plcs WHERE issuer_pubkey = $1 AND status IN ('ISSUED', 'TRANSFERRED')
+            ORDER BY created_at DESC LIMIT $2`,
+    values: [issuerPubkey, limit],
+  });
+}
+
+export function listPlcs(
+  db: Queryable,
+  filter: { status?: PlcStatus | undefined; issuerOwnerId?: string | undefined },
+  page: { limit: number; offset: number },
+): Promise<PlcRow[]> {
+  return many(db, plcRow, {
+    name: 'plc-list',
+    text: `SELECT ${plcColumns} FROM plcs
+            WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR issuer_owner_id = $2)
+            ORDER BY registered_at DESC, token_id LIMIT $3 OFFSET $4`,
+    values: [filter.status ?? null, filter.issuerOwnerId ?? null, page.limit, page.offset],
+  });
+}
+
+/** Live PLCs whose expiry (plus grace) has passed: what the sweep and the workflows expire. */
+export function listOverdue(db: Queryable, graceMs: number, limit: number): Promise<{ token_id: string }[]> {
+  return many(db, z.object({ token_id: z.string().uuid() }), {
+    name: 'plc-overdue',
+    text: `SELECT token_id FROM plcs
+            WHERE status IN ('ISSUED', 'TRANSFERRED') AND redemption_id IS NULL
+              AND expires_at + make_interval(secs => $1::double precision / 1000) < now()
+            ORDER BY expires_at LIMIT $2`,
+    values: [graceMs, limit],
+  });
+}

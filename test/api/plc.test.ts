@@ -1,0 +1,338 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findViolations } from '../../db/ledger.ts';
+import { createTestApp, type TestApp } from '../support/app.ts';
+import { cancelBody, hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import type { Plc } from '../../src/protocol/index.ts';
+
+let t: TestApp;
+let admin: Record<string, string>;
+const device = { 'x-device-id': 'device-test-1' };
+
+beforeAll(async () => {
+  t = await createTestApp({ RATE_LIMIT_PLC_PER_MINUTE: '100000', RATE_LIMIT_TRANSFER_PER_MINUTE: '100000' });
+  await t.startWorker();
+  admin = await t.adminHeaders();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function fund(wallet: TestWallet, amount: string): Promise<void> {
+  const response = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/balance/deposit',
+    headers: { ...admin, 'idempotency-key': randomUUID() },
+    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
+  });
+  expect(response.statusCode).toBe(200);
+}
+
+function create(plc: Plc, headers: Record<string, string> = device) {
+  return t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers, payload: { plc: plcToJson(plc) } });
+}
+
+function transfer(plc: Plc, headers: Record<string, string> = device) {
+  return t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers, payload: { plc: plcToJson(plc) } });
+}
+
+async function balance(wallet: TestWallet) {
+  return (await t.app.inject({ method: 'GET', url: `/api/v1/balance/${wallet.pubkey}` })).json();
+}
+
+describe('POST /api/v1/plc/create', () => {
+  it('stores the PLC as ISSUED, books AVAILABLE -> PROMISED and starts plc-<token_id>', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '50.00');
+    const plc = issue(issuer, { amountMinor: 1234n });
+    const response = await create(plc);
+    expect(response.statusCode).toBe(200);
+    const tokenId = plc.commitment.tokenId;
+    expect(response.json()).toMatchObject({
+      token_id: tokenId,
+      status: 'ISSUED',
+      amount: '12.34',
+      currency: 'BRL',
+      issuer_pubkey: issuer.pubkey,
+      bearer_pubkey: issuer.pubkey,
+      chain_length: 0,
+      workflow_id: `plc-${tokenId}`,
+      created: true,
+    });
+    expect(await balance(issuer)).toMatchObject({ available: '37.66', promised: '12.34' });
+    const description = await t.temporal.workflow.getHandle(`plc-${tokenId}`).describe();
+    expect(description.status.name).toBe('RUNNING');
+  });
+
+  it('answers a retry with the same Idempotency-Key from the stored response, marked replayed', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '10.00');
+    const plc = issue(issuer);
+    const key = randomUUID();
+    const first = await create(plc, { ...device, 'idempotency-key': key });
+    const again = await create(plc, { ...device, 'idempotency-key': key });
+    expect(first.statusCode).toBe(200);
+    expect(again.statusCode).toBe(200);
+    expect(again.headers['x-idempotency-replayed']).toBe('true');
+    expect(again.json()).toEqual(first.json());
+    const other = await create(issue(issuer), { ...device, 'idempotency-key': key });
+    expect(other.statusCode).toBe(422);
+    expect(other.json().detail[0].type).toBe('IDEMPOTENCY_KEY_REUSED');
+    // Without a key, the same PLC again is recognised and booked once.
+    const plain = await create(plc);
+    expect(plain.statusCode).toBe(200);
+    expect(plain.json()).toMatchObject({ token_id: plc.commitment.tokenId, status: 'ISSUED' });
+    expect(await balance(issuer)).toMatchObject({ available: '0.00', promised: '10.00' });
+  });
+
+  it('refuses an unfunded issuer, leaving no PLC, no booking and no workflow waiting', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '1.00');
+    const plc = issue(issuer, { amountMinor: 500n });
+    const response = await create(plc);
+    expect(response.statusCode).toBe(409);
+    expect(response.json()).toMatchObject({ code: 'INSUFFICIENT_FUNDS' });
+    const status = await t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc.commitment.tokenId}/status` });
+    expect(status.statusCode).toBe(404);
+    expect(await balance(issuer)).toMatchObject({ available: '1.00', promised: '0.00' });
+    const result = await t.temporal.workflow.getHandle(`plc-${plc.commitment.tokenId}`).result();
+    expect(result).toEqual({ status: 'REFUSED', code: 'INSUFFICIENT_FUNDS' });
+  });
+
+  it('refuses a frozen issuer with ACCOUNT_FROZEN', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '5.00');
+    await t.db.pool.query(`UPDATE ledger_accounts SET status = 'FROZEN' WHERE owner_id = $1`, [issuer.pubkey]);
+    const response = await create(issue(issuer, { amountMinor: 100n }));
+    expect(response.statusCode).toBe(409);
+    expect(response.json()).toMatchObject({ code: 'ACCOUNT_FROZEN' });
+  });
+
+  it('refuses amounts above the per-PLC maximum and beyond the daily limit', async () => {
+    const limited = await createTestApp({ PLC_MAX_AMOUNT_MINOR: '1000', PLC_DAILY_LIMIT_MINOR: '1500' });
+    try {
+      await limited.startWorker();
+      const headers = await limited.adminHeaders();
+      const issuer = newWallet();
+      await limited.app.inject({
+        method: 'POST',
+        url: '/api/v1/balance/deposit',
+        headers: { ...headers, 'idempotency-key': randomUUID() },
+        payload: { owner_id: issuer.pubkey, amount: '100.00', currency: 'BRL' },
+      });
+      const post = (plc: Plc) => limited.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
+      const tooBig = await post(issue(issuer, { amountMinor: 1001n }));
+      expect(tooBig.statusCode).toBe(422);
+      expect(tooBig.json().detail[0].type).toBe('PLC_AMOUNT_ABOVE_MAXIMUM');
+      expect((await post(issue(issuer, { amountMinor: 1000n }))).statusCode).toBe(200);
+      const overDaily = await post(issue(issuer, { amountMinor: 600n }));
+      expect(overDaily.statusCode).toBe(409);
+      expect(overDaily.json()).toMatchObject({ code: 'PLC_DAILY_LIMIT_EXCEEDED' });
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it.each([
+    ['a tampered amount', (json: Record<string, unknown>) => ({ ...json, amount: '99.99' }), 'PLC_INVALID.commitment_hash_mismatch'],
+    ['a TTL beyond 168 hours', (json: Record<string, unknown>) => ({ ...json, expires_at: new Date(Date.parse(json.created_at as string) + 169 * 3600_000).toISOString() }), 'PLC_INVALID.invalid_ttl'],
+    ['a signature of the wrong length', (json: Record<string, unknown>) => ({ ...json, signature: 'ab' }), 'invalid_format'],
+    ['a non-hex key', (json: Record<string, unknown>) => ({ ...json, issuer_pubkey: 'zz'.repeat(32) }), 'invalid_format'],
+    ['an unknown currency', (json: Record<string, unknown>) => ({ ...json, currency: 'GBP' }), 'custom'],
+    ['too many decimals', (json: Record<string, unknown>) => ({ ...json, amount: '10.001' }), 'custom'],
+    ['a zero amount', (json: Record<string, unknown>) => ({ ...json, amount: '0.00' }), 'custom'],
+  ])('answers 422 for %s and changes nothing', async (_name, mutate, type) => {
+    const issuer = newWallet();
+    await fund(issuer, '20.00');
+    const json = plcToJson(issue(issuer)) as unknown as Record<string, unknown>;
+    const response = await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: mutate(json) } });
+    expect(response.statusCode).toBe(422);
+    expect(response.json().detail.map((d: { type: string }) => d.type)).toContain(type);
+    expect(await balance(issuer)).toMatchObject({ available: '20.00', promised: '0.00' });
+  });
+
+  it('answers 422 without X-Device-ID, and for a stale created_at', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '20.00');
+    const missing = await create(issue(issuer), {});
+    expect(missing.statusCode).toBe(422);
+    expect(missing.json().detail[0].loc).toEqual(['header', 'x-device-id']);
+    const stale = await create(issue(issuer, { createdAtMs: Date.now() - 3600_000 }));
+    expect(stale.statusCode).toBe(422);
+    expect(stale.json().detail[0].type).toBe('PLC_NOT_FRESH');
+  });
+
+  it('accepts the protocol-level POST /api/v1/plcs with the PLC JSON as the body', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '3.00');
+    const plc = issue(issuer, { amountMinor: 300n });
+    const response = await t.app.inject({ method: 'POST', url: '/api/v1/plcs', headers: device, payload: plcToJson(plc) });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({ status: 'ISSUED', amount: '3.00' });
+  });
+});
+
+describe('POST /api/v1/transfer/', () => {
+  it('registers offline hops, is idempotent, and tracks the bearer', async () => {
+    const [a, b, c, d] = [newWallet(), newWallet(), newWallet(), newWallet()];
+    await fund(a, '10.00');
+    const plc0 = issue(a, { amountMinor: 700n });
+    expect((await create(plc0)).statusCode).toBe(200);
+    const plc1 = hop(plc0, a, b);
+    const first = await transfer(plc1);
+    expect(first.statusCode).toBe(200);
+    expect(first.json()).toMatchObject({ status: 'TRANSFERRED', chain_length: 1, bearer_pubkey: b.pubkey, appended: 1 });
+    const again = await transfer(plc1);
+    expect(again.json()).toMatchObject({ chain_length: 1, appended: 0 });
+    const plc3 = hop(hop(plc1, b, c), c, d);
+    expect((await transfer(plc3)).json()).toMatchObject({ chain_length: 3, bearer_pubkey: d.pubkey, appended: 2 });
+    // An older state is no news.
+    expect((await transfer(plc1)).json()).toMatchObject({ chain_length: 3, appended: 0 });
+    const chain = await t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/chain` });
+    expect(chain.json().map((entry: { recipient_pubkey: string }) => entry.recipient_pubkey)).toEqual([b.pubkey, c.pubkey, d.pubkey]);
+    // The transport (QR text) form registers the same way.
+    const { encodeTransportText } = await import('../../src/protocol/index.ts');
+    const e = newWallet();
+    const plc4 = hop(plc3, d, e);
+    const viaQr = await t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { transport: encodeTransportText(plc4) } });
+    expect(viaQr.json()).toMatchObject({ chain_length: 4, bearer_pubkey: e.pubkey });
+  });
+
+  it('refuses a fork with the evidence and raises a high risk flag against the signer', async () => {
+    const [a, b, c, m] = [newWallet(), newWallet(), newWallet(), newWallet()];
+    await fund(a, '10.00');
+    const plc0 = issue(a, { amountMinor: 500n });
+    await create(plc0);
+    const plc1 = hop(plc0, a, b);
+    await transfer(plc1);
+    expect((await transfer(hop(plc1, b, c))).statusCode).toBe(200);
+    const fork = hop(plc1, b, m);
+    const refused = await transfer(fork);
+    expect(refused.statusCode).toBe(409);
+    const body = refused.json();
+    expect(body.code).toBe('DOUBLE_SPEND_DETECTED');
+    expect(body.details).toMatchObject({ signer_pubkey: b.pubkey, position: 1 });
+    expect(body.details.registered_record.recipient_pubkey).toBe(c.pubkey);
+    expect(body.details.presented_record.recipient_pubkey).toBe(m.pubkey);
+    const flags = await t.app.inject({ method: 'GET', url: '/api/v1/admin/risk-flags?resolved=false&severity=high', headers: admin });
+    expect(flags.json().some((flag: { id: string; subject_pubkey: string }) => flag.id === body.details.risk_flag_id && flag.subject_pubkey === b.pubkey)).toBe(true);
+  });
+
+  it('lets exactly one of many concurrent competing forks win', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '10.00');
+    const plc0 = issue(issuer, { amountMinor: 100n });
+    await create(plc0);
+    const forks = Array.from({ length: 12 }, () => hop(plc0, issuer, newWallet()));
+    const responses = await Promise.all(forks.map((fork) => transfer(fork)));
+    const statuses = responses.map((response) => response.statusCode);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(1);
+    expect(statuses.filter((status) => status === 409)).toHaveLength(11);
+    const chain = await t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/chain` });
+    expect(chain.json()).toHaveLength(1);
+  });
+
+  it('refuses an unknown PLC, a tampered record, and a replay with another body under the same key', async () => {
+    const [a, b] = [newWallet(), newWallet()];
+    await fund(a, '10.00');
+    const unknown = await transfer(hop(issue(a), a, b));
+    expect(unknown.statusCode).toBe(404);
+    const plc0 = issue(a, { amountMinor: 100n });
+    await create(plc0);
+    const json = plcToJson(hop(plc0, a, b));
+    const record = json.transfer_chain[0];
+    if (record === undefined) throw new Error('no record');
+    const tampered = { ...json, transfer_chain: [{ ...record, recipient_pubkey: newWallet().pubkey }] };
+    const response = await t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: tampered } });
+    expect(response.statusCode).toBe(422);
+    expect(response.json().detail[0].type).toMatch(/^PLC_INVALID\./);
+  });
+});
+
+describe('POST /api/v1/plc/{token_id}/cancel', () => {
+  it('cancels an ISSUED PLC signed by its issuer, releasing PROMISED, and ends the workflow', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '10.00');
+    const plc = issue(issuer, { amountMinor: 400n });
+    await create(plc);
+    const response = await t.app.inject({
+      method: 'POST',
+      url: `/api/v1/plc/${plc.commitment.tokenId}/cancel`,
+      headers: device,
+      payload: cancelBody(plc, issuer),
+    });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({ status: 'CANCELLED', released_amount: '4.00' });
+    expect(await balance(issuer)).toMatchObject({ available: '10.00', promised: '0.00' });
+    const result = await t.temporal.workflow.getHandle(`plc-${plc.commitment.tokenId}`).result();
+    expect(result).toMatchObject({ status: 'CANCELLED' });
+    const again = await t.app.inject({
+      method: 'POST',
+      url: `/api/v1/plc/${plc.commitment.tokenId}/cancel`,
+      headers: device,
+      payload: cancelBody(plc, issuer),
+    });
+    expect(again.statusCode).toBe(409);
+    expect(again.json()).toMatchObject({ code: 'PLC_NOT_CANCELLABLE' });
+  });
+
+  it('refuses after a transfer, from another key, and with a stale timestamp', async () => {
+    const [issuer, bearer] = [newWallet(), newWallet()];
+    await fund(issuer, '10.00');
+    const plc = issue(issuer, { amountMinor: 100n });
+    await create(plc);
+    const url = `/api/v1/plc/${plc.commitment.tokenId}/cancel`;
+    const stale = await t.app.inject({ method: 'POST', url, headers: device, payload: cancelBody(plc, issuer, Date.now() - 3600_000) });
+    expect(stale.statusCode).toBe(422);
+    expect(stale.json().detail[0].type).toBe('AUTHORIZATION_STALE');
+    const wrongKey = await t.app.inject({ method: 'POST', url, headers: device, payload: cancelBody(plc, bearer) });
+    expect(wrongKey.statusCode).toBe(422);
+    await transfer(hop(plc, issuer, bearer));
+    const afterTransfer = await t.app.inject({ method: 'POST', url, headers: device, payload: cancelBody(plc, issuer) });
+    expect(afterTransfer.statusCode).toBe(409);
+    expect(afterTransfer.json()).toMatchObject({ code: 'PLC_NOT_CANCELLABLE', details: { status: 'TRANSFERRED' } });
+    expect(await balance(issuer)).toMatchObject({ available: '9.00', promised: '1.00' });
+  });
+});
+
+describe('races', () => {
+  it('many concurrent transfer registrations and cancels on one PLC end in one legal state', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '10.00');
+    const plc = issue(issuer, { amountMinor: 200n });
+    await create(plc);
+    const url = `/api/v1/plc/${plc.commitment.tokenId}/cancel`;
+    const requests = Array.from({ length: 16 }, (_, i) =>
+      i % 2 === 0
+        ? transfer(hop(plc, issuer, newWallet()))
+        : t.app.inject({ method: 'POST', url, headers: device, payload: cancelBody(plc, issuer) }),
+    );
+    const responses = await Promise.all(requests);
+    const status = (await t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc.commitment.tokenId}/status` })).json();
+    const ok = responses.filter((response) => response.statusCode === 200);
+    if (status.status === 'CANCELLED') {
+      expect(await balance(issuer)).toMatchObject({ available: '10.00', promised: '0.00' });
+      expect(status.chain_length).toBe(0);
+    } else {
+      expect(status.status).toBe('TRANSFERRED');
+      expect(status.chain_length).toBe(1);
+      expect(await balance(issuer)).toMatchObject({ available: '8.00', promised: '2.00' });
+    }
+    expect(ok.length).toBeGreaterThanOrEqual(1);
+    for (const response of responses) expect([200, 409]).toContain(response.statusCode);
+    expect(await findViolations(t.db.pool)).toEqual([]);
+  });
+});
+
+describe('reads', () => {
+  it('lists the issuer active PLCs for recovery after a lost create response', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '10.00');
+    const plcs = [issue(issuer, { amountMinor: 100n }), issue(issuer, { amountMinor: 200n })];
+    for (const plc of plcs) await create(plc);
+    const response = await t.app.inject({ method: 'GET', url: `/api/v1/plc/issuer/${issuer.pubkey}/active` });
+    expect(response.json().map((p: { token_id: string }) => p.token_id).sort()).toEqual(plcs.map((p) => p.commitment.tokenId).sort());
+    expect((await t.app.inject({ method: 'GET', url: '/api/v1/plc/issuer/not-a-key/active' })).statusCode).toBe(422);
+    expect((await t.app.inject({ method: 'GET', url: `/api/v1/plc/${randomUUID()}/status` })).statusCode).toBe(404);
+  });
+});

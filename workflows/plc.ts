@@ -1,0 +1,131 @@
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  defineSignal,
+  defineUpdate,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { IssuePlcInput, PlcActivities, PlcState } from '../activities/plc.ts';
+import { failureType } from './failure-type.ts';
+import { businessStatusKey } from './search-attributes.ts';
+
+/**
+ * A PLC's life (`plc-<token_id>`). The API starts it with update-with-start: the first update
+ * stores the PLC and books issuer AVAILABLE -> PROMISED in a local activity and answers the
+ * caller. The workflow then holds a durable timer until the PLC is due to expire, and ends early
+ * when it is cancelled (an update, booking PROMISED -> AVAILABLE) or redeemed. PostgreSQL decides
+ * every transition; the workflow only drives them, so a stale or duplicated signal is harmless.
+ */
+
+const local = proxyLocalActivities<PlcActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { maximumAttempts: 5, initialInterval: '100 milliseconds', maximumInterval: '2 seconds' },
+});
+const { expirePlc } = proxyActivities<PlcActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
+});
+
+export const issuePlcUpdate = defineUpdate<{ created: boolean; state: PlcState }, [IssuePlcInput]>('issuePlc');
+export const cancelPlcUpdate = defineUpdate<PlcState, []>('cancelPlc');
+/** Sent (best effort) when a transfer moves the PLC from ISSUED to TRANSFERRED. */
+export const plcTransferredSignal = defineSignal<[{ chainLength: number }]>('plcTransferred');
+/** Sent by a redemption when it settles or fails, so that a due expiry is retried. */
+export const plcRedemptionFinishedSignal = defineSignal<[{ status: 'REDEEMED' | 'REVERTED' }]>('plcRedemptionFinished');
+
+export interface PlcWorkflowInput {
+  tokenId: string;
+  issuerPubkey: string;
+  /** When the workflow expires the PLC: expires_at plus the clock tolerance (or a test override). */
+  expiryDueAtMs: number;
+}
+
+export type PlcWorkflowResult =
+  | { status: 'REFUSED'; code: string }
+  | { status: 'EXPIRED' | 'CANCELLED' | 'REDEEMED'; state: PlcState | null };
+
+/** Bound on the wait-for-redemption loop: a redemption resolves long before this many rounds. */
+const expiryAttemptsMax = 50;
+
+export async function plcWorkflow(input: PlcWorkflowInput): Promise<PlcWorkflowResult> {
+  let issuing: Promise<{ created: boolean; state: PlcState }> | undefined;
+  let issued: { created: boolean; state: PlcState } | undefined;
+  let refusedCode: string | undefined;
+  let final: PlcWorkflowResult | undefined;
+  let redemptionFinished = false;
+
+  const setStatus = (status: string): void => {
+    upsertSearchAttributes([{ key: businessStatusKey, value: status }]);
+  };
+
+  setHandler(
+    issuePlcUpdate,
+    async (request) => {
+      // Concurrent retries of the same create share one booking.
+      issuing ??= local.issuePlc(request);
+      try {
+        issued = await issuing;
+        setStatus(issued.state.status);
+        return issued;
+      } catch (error) {
+        refusedCode ??= failureType(error);
+        throw error;
+      }
+    },
+    {
+      validator: (request) => {
+        if (request.tokenId !== input.tokenId) throw new Error('the update does not belong to this PLC');
+      },
+    },
+  );
+
+  setHandler(cancelPlcUpdate, async () => {
+    if (issued === undefined) throw ApplicationFailure.nonRetryable('the PLC is not issued', 'PLC_NOT_FOUND');
+    const state = await local.cancelPlc({ tokenId: input.tokenId });
+    final = { status: 'CANCELLED', state };
+    setStatus('CANCELLED');
+    return state;
+  });
+
+  setHandler(plcTransferredSignal, () => {
+    if (final === undefined && issued !== undefined) setStatus('TRANSFERRED');
+  });
+  setHandler(plcRedemptionFinishedSignal, (outcome) => {
+    redemptionFinished = true;
+    if (outcome.status === 'REDEEMED') final = { status: 'REDEEMED', state: null };
+  });
+
+  // The create answers within seconds; a workflow whose update never came ends on its own.
+  if (!(await condition(() => issued !== undefined || refusedCode !== undefined, '5 minutes'))) {
+    refusedCode = 'NO_ISSUE_UPDATE';
+  }
+  if (issued === undefined) {
+    await condition(allHandlersFinished);
+    return { status: 'REFUSED', code: refusedCode ?? 'UNKNOWN' };
+  }
+
+  for (let attempt = 0; attempt < expiryAttemptsMax && final === undefined; attempt += 1) {
+    const waitMs = Math.max(0, input.expiryDueAtMs - Date.now());
+    if (await condition(() => final !== undefined, waitMs)) break;
+    const outcome = await expirePlc({ tokenId: input.tokenId });
+    const status = outcome.state?.status;
+    if (outcome.released || status === 'EXPIRED') {
+      final = { status: 'EXPIRED', state: outcome.state };
+      setStatus('EXPIRED');
+    } else if (status === 'CANCELLED' || status === 'REDEEMED') {
+      final = { status, state: outcome.state };
+      setStatus(status);
+    } else {
+      // A redemption is in flight: its money already left PROMISED. Wait for its outcome, then
+      // expire a reverted PLC.
+      redemptionFinished = false;
+      await condition(() => redemptionFinished || final !== undefined, '1 day');
+    }
+  }
+  await condition(allHandlersFinished);
+  return final ?? { status: 'EXPIRED', state: null };
+}
