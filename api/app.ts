@@ -13,7 +13,7 @@ import { requestIdFrom, requestIdPlugin } from './plugins/request-id.ts';
 import { adminLedgerRoutes } from './routes/admin-ledger.ts';
 import { adminPlcRoutes } from './routes/admin-plc.ts';
 import { authRoutes } from './routes/auth.ts';
-import { balanceRoutes } from './routes/balance.ts';
+import { balanceRoutes, promiseRoutes } from './routes/balance.ts';
 import { healthRoutes } from './routes/health.ts';
 import { plcRoutes } from './routes/plc.ts';
 
@@ -67,6 +67,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(healthRoutes);
   await app.register(authRoutes, { prefix: '/api/v1/auth' });
   await app.register(balanceRoutes, { prefix: '/api/v1/balance' });
+  await app.register(promiseRoutes, { prefix: '/api/v1/balance' });
   await app.register(adminLedgerRoutes, { prefix: '/api/v1/admin' });
   await app.register(plcRoutes, { prefix: '/api/v1' });
   await app.register(adminPlcRoutes, { prefix: '/api/v1/admin' });

@@ -354,7 +354,7 @@ export function buildProtocolVectors() {
           x25519_public_key: bytesToHex(ed25519.utils.toMontgomery(keys[name].publicKey)),
         },
       ]),
-    ),
+    ) as Record<Name, { seed: string; public_key: string; x25519_public_key: string }>,
     plc: {
       commitment: {
         version: plc.commitment.version,

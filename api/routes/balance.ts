@@ -3,6 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { findAccount, getBalances, listOwnerTransactions } from '../../db/ledger.ts';
+import { listPlcs } from '../../db/plcs.ts';
+import { toPlcStatus } from '../plc-views.ts';
+import { plcStatusSchema } from '../schemas/plc.ts';
 import { DomainError } from '../../src/errors.ts';
 import { bookDepositUpdate, depositWorkflow } from '../../workflows/deposit.ts';
 import { ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
@@ -106,6 +109,55 @@ export async function balanceRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const rows = await listOwnerTransactions(pool, request.params.owner_id, request.query);
       return rows.map(toTransactionItem);
+    },
+  );
+}
+
+const promiseItem = z
+  .object({
+    token_id: z.string().uuid(),
+    status: plcStatusSchema,
+    amount: z.string(),
+    currency: z.string(),
+    bearer_pubkey: z.string(),
+    chain_length: z.number().int(),
+    created_at: z.string(),
+    expires_at: z.string(),
+    redemption_in_flight: z.boolean(),
+  })
+  .meta({ id: 'PromiseItem' });
+
+/** The owner's PLC-backed promises: every PLC it issued, newest first (owner id = issuer public key). */
+export async function promiseRoutes(app: FastifyInstance): Promise<void> {
+  const routes = app.withTypeProvider<ZodTypeProvider>();
+  routes.get(
+    '/:owner_id/promises',
+    {
+      schema: {
+        tags: ['balance'],
+        summary: "The owner's promises (PLCs it issued), optionally by status; bounded page",
+        params: ownerParams,
+        querystring: pageQuery.extend({ status: plcStatusSchema.optional() }),
+        response: { 200: z.array(promiseItem), ...standardErrors },
+      },
+    },
+    async (request) => {
+      const { status, limit, offset } = request.query;
+      const rows = await listPlcs(app.deps.pool, { status, issuerOwnerId: request.params.owner_id }, { limit, offset });
+      return rows.map((row) => {
+        const view = toPlcStatus(row);
+        return {
+          token_id: view.token_id,
+          status: view.status,
+          amount: view.amount,
+          currency: view.currency,
+          bearer_pubkey: view.bearer_pubkey,
+          chain_length: view.chain_length,
+          created_at: view.created_at,
+          expires_at: view.expires_at,
+          redemption_in_flight: view.redemption_in_flight,
+        };
+      });
     },
   );
 }

@@ -241,21 +241,25 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Cancel an ISSUED PLC (issuer-signed): books PROMISED -> AVAILABLE and ends its workflow',
         params: tokenIdParam,
         headers: z.object({ 'x-device-id': deviceIdSchema }),
-        body: cancelAuthorizationJsonSchema.describe('CancelPLCRequest: the issuer-signed cancel authorisation (docs/protocol.md)'),
+        body: z
+          .strictObject({ authorization: cancelAuthorizationJsonSchema })
+          .describe('CancelPLCRequest: the issuer-signed cancel authorisation (docs/protocol.md section 13)'),
         response: { 200: cancelPlcResponse, ...refusals },
       },
       config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
     },
     async (request) => {
       const tokenId = request.params.token_id;
-      const body = request.body;
+      const body = request.body.authorization;
       if (body.token_id !== tokenId) {
         throw new DomainError('PLC_MISMATCH', 'the authorisation names another PLC', { token_id: body.token_id });
       }
       const row = await getPlc(pool, tokenId);
       if (row === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
       if (body.issuer_pubkey !== row.issuer_pubkey || body.commitment_hash !== row.commitment_hash) {
-        throw new DomainError('SIGNATURE_INVALID', 'only the original issuer may cancel, over the PLC commitment', { field: 'issuer_pubkey' });
+        throw new DomainError('SIGNATURE_INVALID', 'only the original issuer may cancel, over the PLC commitment', {
+          field: 'authorization.issuer_pubkey',
+        });
       }
       const authorization = {
         tokenId,
@@ -264,9 +268,11 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         issuerPublicKey: hexToBytes(body.issuer_pubkey, 32),
         signature: hexToBytes(body.signature, 64),
       };
-      if (!verifyCancel(authorization)) throw new DomainError('SIGNATURE_INVALID', 'the cancel signature does not verify', { field: 'signature' });
+      if (!verifyCancel(authorization)) {
+        throw new DomainError('SIGNATURE_INVALID', 'the cancel signature does not verify', { field: 'authorization.signature' });
+      }
       if (!checkFreshness(body.timestamp_ms, Date.now(), toleranceMs).ok) {
-        throw new DomainError('AUTHORIZATION_STALE', `the authorisation must be signed within ${toleranceMs} ms of now`, { field: 'timestamp_ms' });
+        throw new DomainError('AUTHORIZATION_STALE', `the authorisation must be signed within ${toleranceMs} ms of now`, { field: 'authorization.timestamp_ms' });
       }
       if (row.status !== 'ISSUED' || row.chain_length > 0) {
         throw new DomainError('PLC_NOT_CANCELLABLE', `a ${row.status} PLC cannot be cancelled`, { status: row.status, chain_length: row.chain_length });

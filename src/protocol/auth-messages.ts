@@ -25,7 +25,7 @@ import {
   signatureBytes,
   type SettlementRail,
 } from './constants.ts';
-import { bytesToHex, concatBytes, isBytes, isTimestampMs, isUuidV4, u16be, u64be, u8, utf8, uuidToBytes } from './bytes.ts';
+import { bytesToHex, concatBytes, isBytes, isTimestampMs, u16be, u64be, u8, utf8, uuidToBytes } from './bytes.ts';
 import { ProtocolError } from './errors.ts';
 import { isValidPublicKey, publicKeyOf, sign, verifySignature } from './keys.ts';
 

@@ -41,9 +41,11 @@ export function hop(plc: Plc, from: TestWallet, to: TestWallet, timestampMs: num
 }
 
 export function cancelBody(plc: Plc, issuer: TestWallet, timestampMs: number = Date.now()) {
-  return cancelAuthorizationToJson(
-    signCancel({ tokenId: plc.commitment.tokenId, commitmentHash: plc.commitmentHash, timestampMs }, issuer.keys.secretKey),
-  );
+  return {
+    authorization: cancelAuthorizationToJson(
+      signCancel({ tokenId: plc.commitment.tokenId, commitmentHash: plc.commitmentHash, timestampMs }, issuer.keys.secretKey),
+    ),
+  };
 }
 
 export { plcToJson };

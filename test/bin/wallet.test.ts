@@ -1,0 +1,237 @@
+/**
+ * The wallet program end to end, as a user runs it: a child process per command (Node running
+ * bin/wallet.ts directly), three wallet directories passing one PLC A -> B -> C -> A through
+ * files, refusals of tampered input, replays and a double spend, and the online steps against a
+ * local HTTP server that records what the wallet posts.
+ */
+import { execFile } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  base45Encode,
+  bytesToHex,
+  decodeTransportText,
+  encodeTransport,
+  parseCancelAuthorizationJson,
+  parsePlcJson,
+  parseRedeemAuthorizationJson,
+  plcToJson,
+  verifyCancel,
+  verifyPlc,
+  verifyRedeem,
+} from '../../src/protocol/index.ts';
+
+const walletPath = new URL('../../bin/wallet.ts', import.meta.url).pathname;
+const commandTimeoutMs = 20_000;
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function wallet(dir: string, ...args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [walletPath, '--dir', dir, ...args], { timeout: commandTimeoutMs }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+async function ok(dir: string, ...args: string[]): Promise<string> {
+  const run = await wallet(dir, ...args);
+  expect(run.code, `wallet ${args.join(' ')}: ${run.stderr}`).toBe(0);
+  return run.stdout;
+}
+
+async function refused(dir: string, code: string, ...args: string[]): Promise<void> {
+  const run = await wallet(dir, ...args);
+  expect(run.code, `wallet ${args.join(' ')} should fail`).toBe(1);
+  expect(run.stderr).toContain(`error [${code}]`);
+}
+
+function field(output: string, name: string): string {
+  const match = new RegExp(`^${name}:\\s+(\\S+)`, 'm').exec(output);
+  if (match === null) throw new Error(`no ${name} in ${output}`);
+  return match[1]!;
+}
+
+interface Captured {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: unknown;
+}
+
+let root: string;
+let server: Server;
+let serverUrl: string;
+const requests: Captured[] = [];
+const dirs = { a: '', b: '', c: '' };
+const keys = { a: '', b: '', c: '' };
+const deviceIds = { a: '', b: '', c: '' };
+let tokenId = '';
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), 'wallet-test-'));
+  for (const name of ['a', 'b', 'c'] as const) dirs[name] = join(root, name);
+  server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      requests.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no server address');
+  serverUrl = `http://127.0.0.1:${address.port}`;
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('wallet program', () => {
+  it('runs on a Node that strips types (24+)', () => {
+    expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(24);
+  });
+
+  it('init creates a key pair per wallet, the private key file readable by its owner only', { timeout: 60_000 }, async () => {
+    const outputs = await Promise.all((['a', 'b', 'c'] as const).map((name) => ok(dirs[name], 'init')));
+    for (const [index, name] of (['a', 'b', 'c'] as const).entries()) {
+      keys[name] = field(outputs[index]!, 'public_key');
+      deviceIds[name] = field(outputs[index]!, 'device_id');
+      expect(statSync(join(dirs[name], 'secret.key')).mode & 0o777).toBe(0o600);
+      expect(field(await ok(dirs[name], 'show-key'), 'public_key')).toBe(keys[name]);
+    }
+    expect(new Set(Object.values(keys)).size).toBe(3);
+    await refused(dirs.a, 'already_initialised', 'init');
+  });
+
+  it('create signs a PLC locally and registers it with the server', { timeout: 60_000 }, async () => {
+    const output = await ok(dirs.a, 'create', '--amount', '12.34', '--currency', 'BRL', '--ttl-hours', '24', '--server', serverUrl);
+    tokenId = field(output, 'token_id');
+    const request = requests.at(-1)!;
+    expect(request).toMatchObject({ method: 'POST', url: '/api/v1/plc/create' });
+    expect(request.headers['x-device-id']).toBe(deviceIds.a);
+    expect(request.headers['idempotency-key']).toBe(tokenId);
+    const plc = parsePlcJson((request.body as { plc: unknown }).plc);
+    expect(plc.commitment).toMatchObject({ tokenId, amountMinor: 1234n, currency: 'BRL', expiresAtMs: plc.commitment.createdAtMs + 24 * 3_600_000 });
+    expect(bytesToHex(plc.commitment.issuerPublicKey)).toBe(keys.a);
+    expect(verifyPlc(plc).ok).toBe(true);
+    expect(await ok(dirs.a, 'show', '--token', tokenId)).toMatch(/state:\s+held/);
+  });
+
+  it('passes the PLC A -> B -> C -> A through files, each receiver verifying it', { timeout: 120_000 }, async () => {
+    await ok(dirs.a, 'send', '--token', tokenId, '--to', keys.b, '--out', join(root, 'ab.txt'));
+    expect(readFileSync(join(root, 'ab.txt'), 'utf8')).toMatch(/^PLC2:[0-9A-Z $%*+\-./:]+\n$/);
+    await refused(dirs.c, 'not_addressed_to_this_wallet', 'receive', '--in', join(root, 'ab.txt'));
+    expect(await ok(dirs.b, 'receive', '--in', join(root, 'ab.txt'))).toContain(`received ${tokenId}`);
+    // A copy of B's wallet as it is now: B still holds the PLC here, which lets the test double-spend.
+    cpSync(dirs.b, join(root, 'b-clone'), { recursive: true });
+
+    await ok(dirs.b, 'send', '--token', tokenId, '--to', keys.c, '--out', join(root, 'bc.txt'));
+    expect(await ok(dirs.c, 'receive', '--in', join(root, 'bc.txt'))).toMatch(/hops:\s+2/);
+    const ca = await ok(dirs.c, 'send', '--token', tokenId, '--to', keys.a);
+    expect(await ok(dirs.a, 'receive', '--text', ca.trim())).toMatch(/hops:\s+3/);
+
+    const shown = await ok(dirs.a, 'show', '--token', tokenId);
+    expect(shown).toMatch(/state:\s+held/);
+    expect(shown).toMatch(/verification: ok/);
+    expect(shown).toMatch(/chain:\s+3 record/);
+    expect(await ok(dirs.b, 'list')).toContain(`${tokenId}  12.34 BRL  2 hop(s)  sent to ${keys.c.slice(0, 12)}`);
+    expect(await ok(dirs.c, 'list')).toContain('3 hop(s)  sent to');
+  });
+
+  it('refuses tampered input and leaves the receiving wallet unchanged', { timeout: 60_000 }, async () => {
+    const genuine = decodeTransportText(readFileSync(join(root, 'bc.txt'), 'utf8').trim());
+    // A forged amount in the JSON form: the commitment no longer matches its hash.
+    const forgedJson = { ...plcToJson(genuine), amount: '99.99' };
+    writeFileSync(join(root, 'forged.json'), JSON.stringify(forgedJson));
+    await refused(dirs.c, 'rejected', 'receive', '--in', join(root, 'forged.json'));
+    // One flipped byte in the last record's signature, re-encoded as valid PLC2: text.
+    const bytes = encodeTransport(genuine);
+    bytes[bytes.length - 1]! ^= 0x01;
+    writeFileSync(join(root, 'tampered.txt'), `PLC2:${base45Encode(bytes)}\n`);
+    const run = await wallet(dirs.c, 'receive', '--in', join(root, 'tampered.txt'));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('error [rejected]');
+    expect(run.stderr).toContain('invalid_signature at record 1');
+    // One changed character of the QR text: refused, whichever check catches it.
+    const text = readFileSync(join(root, 'bc.txt'), 'utf8').trim();
+    const middle = Math.floor(text.length / 2);
+    writeFileSync(join(root, 'garbled.txt'), text.slice(0, middle) + (text[middle] === 'A' ? 'B' : 'A') + text.slice(middle + 1));
+    expect((await wallet(dirs.c, 'receive', '--in', join(root, 'garbled.txt'))).code).toBe(1);
+    await refused(dirs.c, 'invalid_input', 'receive', '--text', 'hello');
+    expect(await ok(dirs.c, 'list')).toContain('3 hop(s)  sent to');
+  });
+
+  it('refuses a replayed older state and a double spend, keeping the proof', { timeout: 60_000 }, async () => {
+    await refused(dirs.b, 'stale_chain', 'receive', '--in', join(root, 'ab.txt'));
+    // The clone of B still holds the PLC and signs it again, to A this time: a fork by B.
+    await ok(join(root, 'b-clone'), 'send', '--token', tokenId, '--to', keys.a, '--out', join(root, 'double.txt'));
+    const run = await wallet(dirs.a, 'receive', '--in', join(root, 'double.txt'));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`error [fork_detected]: double spend: ${keys.b}`);
+    expect(await ok(dirs.a, 'show', '--token', tokenId)).toContain(`FORK:         ${keys.b}`);
+    // A, holding a PLC it knows was double-spent upstream, will not pass it on.
+    await refused(dirs.a, 'known_fork', 'send', '--token', tokenId, '--to', keys.c);
+    await refused(dirs.a, 'known_fork', 'receive', '--in', join(root, 'double.txt'));
+    // Sending again from B's real wallet is refused: B is no longer the bearer there.
+    await refused(dirs.b, 'not_bearer', 'send', '--token', tokenId, '--to', keys.a);
+  });
+
+  it('re-shows the same transfer instead of signing a second one to the same key', { timeout: 60_000 }, async () => {
+    const run = await wallet(dirs.b, 'send', '--token', tokenId, '--to', keys.c);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain('already sent');
+    expect(run.stdout.trim()).toBe(readFileSync(join(root, 'bc.txt'), 'utf8').trim());
+  });
+
+  it('redeem signs for the bearer, posts the chain with it, and closes the PLC', { timeout: 60_000 }, async () => {
+    const printed = JSON.parse(await ok(dirs.a, 'redeem', '--token', tokenId, '--pix-key', 'alice@example.com', '--server', serverUrl)) as unknown;
+    const request = requests.at(-1)!;
+    expect(request).toMatchObject({ method: 'POST', url: '/api/v1/redeem/' });
+    expect(request.headers['x-device-id']).toBe(deviceIds.a);
+    expect(request.body).toEqual(printed);
+    const body = request.body as { plc: unknown; authorization: unknown };
+    const plc = parsePlcJson(body.plc);
+    const verification = verifyPlc(plc);
+    const authorization = parseRedeemAuthorizationJson(body.authorization);
+    expect(verifyRedeem(authorization)).toBe(true);
+    expect(verification.ok && bytesToHex(verification.headHash)).toBe(bytesToHex(authorization.headHash));
+    expect(bytesToHex(authorization.bearerPublicKey)).toBe(keys.a);
+    expect(authorization).toMatchObject({ settlementRail: 'pix', destination: 'alice@example.com' });
+    await refused(dirs.a, 'token_closed', 'send', '--token', tokenId, '--to', keys.b);
+  });
+
+  it('cancel signs for the issuer of an untransferred PLC and posts it', { timeout: 60_000 }, async () => {
+    const second = field(await ok(dirs.b, 'create', '--amount', '5', '--currency', 'USD', '--ttl-hours', '1'), 'token_id');
+    await refused(dirs.a, 'unknown_token', 'cancel', '--token', second);
+    const printed = JSON.parse(await ok(dirs.b, 'cancel', '--token', second, '--server', serverUrl)) as { authorization: unknown };
+    const request = requests.at(-1)!;
+    expect(request).toMatchObject({ method: 'POST', url: `/api/v1/plc/${second}/cancel` });
+    expect(request.body).toEqual(printed);
+    const authorization = parseCancelAuthorizationJson(printed.authorization);
+    expect(verifyCancel(authorization)).toBe(true);
+    expect(bytesToHex(authorization.issuerPublicKey)).toBe(keys.b);
+    await refused(dirs.b, 'token_closed', 'send', '--token', second, '--to', keys.c);
+    await refused(dirs.c, 'not_issuer', 'cancel', '--token', tokenId);
+    await refused(dirs.a, 'already_transferred', 'cancel', '--token', tokenId);
+  });
+
+  it('answers usage errors with exit status 2', { timeout: 30_000 }, async () => {
+    for (const args of [['bogus'], ['send', '--token', tokenId], ['create', '--amount', '1', '--currency', 'GBP', '--ttl-hours', '1'], ['create', '--amount', '1', '--currency', 'BRL', '--ttl-hours', '169']]) {
+      const run = await wallet(dirs.a, ...args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr).toContain('error [usage]');
+    }
+  });
+});
