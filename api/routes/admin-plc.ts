@@ -136,7 +136,7 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Mark a risk flag resolved (idempotent)',
         security,
         params: z.object({ flag_id: z.string().uuid() }),
-        body: z.strictObject({ note: z.string().max(1000).optional() }).optional(),
+        body: z.strictObject({ note: z.string().max(1000).optional() }).nullish(),
         response: { 200: riskFlagResponse, 404: errorResponse, ...adminErrors },
       },
     },
