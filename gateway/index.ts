@@ -1,0 +1,30 @@
+/**
+ * The payment gateway adapter's public surface. Everything the rest of the system needs comes
+ * from here; the wire shapes in `wire.ts` are the adapter's own business (the simulator, which
+ * speaks the same wire, is the one other reader).
+ */
+export { createGatewayClient, gatewayIdempotencyKey, paymentPageLimitMax } from './client.ts';
+export type { GatewayClient, GatewayClientOptions } from './client.ts';
+export { GatewayError, gatewayClientErrorCodes, isGatewayError } from './errors.ts';
+export type { GatewayErrorDetail } from './errors.ts';
+export { formatWireDecimal, minorFromWireValue, wireAmountMinorMax, wireValueFromMinor } from './money.ts';
+export * from './types.ts';
+export {
+  classifyGatewayWebhook,
+  classifyGatewayWebhookText,
+  isFailedPaymentStatus,
+  isFinalPaymentStatus,
+  isFinalTransferStatus,
+  isPaidPaymentStatus,
+  paymentStatusByEvent,
+  paymentStatusRank,
+  paymentStatusRanks,
+  shouldApplyPaymentStatus,
+  shouldApplyTransferStatus,
+  transferStatusByEvent,
+  transferStatusRank,
+  transferStatusRanks,
+  transferValidationAnswerSchema,
+} from './webhooks.ts';
+export type { GatewayWebhookClassification, TransferValidationAnswer } from './webhooks.ts';
+export { wireHeaders } from './wire.ts';

@@ -1,0 +1,232 @@
+/**
+ * The gateway's vocabulary and the shapes the adapter hands to the rest of the system. Money is
+ * in centavos (`bigint`, names ending in `Minor`); ids and statuses are the gateway's own words,
+ * unchanged, so a log line or an admin screen can be matched against the gateway's dashboard.
+ * The wire shapes (numbers in reais, field names as the gateway spells them) stay in `wire.ts`.
+ */
+
+/** Billing types we create charges with. */
+export const billingTypes = ['PIX', 'BOLETO'] as const;
+export type BillingType = (typeof billingTypes)[number];
+
+/**
+ * Billing types a charge read back may carry. The account may hold charges we did not create
+ * (card payments made through the gateway's own checkout), and reading a list must not fail on them.
+ */
+export const paymentBillingTypes = ['PIX', 'BOLETO', 'CREDIT_CARD', 'DEBIT_CARD', 'TRANSFER', 'DEPOSIT', 'UNDEFINED'] as const;
+export type PaymentBillingType = (typeof paymentBillingTypes)[number];
+
+/** Charge statuses, in the order a Pix or Boleto charge moves through them (see webhooks.ts for the ranks). */
+export const paymentStatuses = [
+  'PENDING',
+  'AWAITING_RISK_ANALYSIS',
+  'OVERDUE',
+  'DUNNING_REQUESTED',
+  'RECEIVED',
+  'RECEIVED_IN_CASH',
+  'DUNNING_RECEIVED',
+  'CONFIRMED',
+  'CHARGEBACK_REQUESTED',
+  'CHARGEBACK_DISPUTE',
+  'AWAITING_CHARGEBACK_REVERSAL',
+  'REFUND_REQUESTED',
+  'REFUND_IN_PROGRESS',
+  'REFUNDED',
+  'DELETED',
+] as const;
+export type PaymentStatus = (typeof paymentStatuses)[number];
+
+/** Pix payout (transfer) statuses. DONE, FAILED and CANCELLED are final. */
+export const transferStatuses = ['PENDING', 'BANK_PROCESSING', 'DONE', 'FAILED', 'CANCELLED'] as const;
+export type TransferStatus = (typeof transferStatuses)[number];
+
+export const pixAddressKeyTypes = ['CPF', 'CNPJ', 'EMAIL', 'PHONE', 'EVP'] as const;
+export type PixAddressKeyType = (typeof pixAddressKeyTypes)[number];
+
+export const paymentEvents = [
+  'PAYMENT_CREATED',
+  'PAYMENT_RECEIVED',
+  'PAYMENT_CONFIRMED',
+  'PAYMENT_OVERDUE',
+  'PAYMENT_REFUNDED',
+  'PAYMENT_DELETED',
+] as const;
+export type PaymentEvent = (typeof paymentEvents)[number];
+
+export const transferEvents = [
+  'TRANSFER_CREATED',
+  'TRANSFER_PENDING',
+  'TRANSFER_IN_BANK_PROCESSING',
+  'TRANSFER_DONE',
+  'TRANSFER_FAILED',
+  'TRANSFER_CANCELLED',
+] as const;
+export type TransferEvent = (typeof transferEvents)[number];
+
+/** Every event a webhook can subscribe to; the service subscribes to all of them. */
+export const webhookEvents = [...paymentEvents, ...transferEvents] as const;
+export type WebhookEvent = PaymentEvent | TransferEvent;
+
+export interface GatewayCustomer {
+  id: string;
+  name: string;
+  cpfCnpj: string | null;
+  email: string | null;
+  externalReference: string | null;
+  /** YYYY-MM-DD, the gateway's calendar date. */
+  dateCreated: string;
+  deleted: boolean;
+}
+
+export interface GatewayPayment {
+  id: string;
+  customerId: string;
+  billingType: PaymentBillingType;
+  status: PaymentStatus;
+  amountMinor: bigint;
+  /** What reaches the account after the gateway's fee. */
+  netAmountMinor: bigint;
+  /** YYYY-MM-DD. */
+  dueDate: string;
+  originalDueDate: string | null;
+  dateCreated: string;
+  paymentDate: string | null;
+  clientPaymentDate: string | null;
+  confirmedDate: string | null;
+  description: string | null;
+  externalReference: string | null;
+  invoiceUrl: string | null;
+  bankSlipUrl: string | null;
+  nossoNumero: string | null;
+  deleted: boolean;
+}
+
+export interface GatewayPixQrCode {
+  /** Base64 of a PNG image of the QR code. */
+  encodedImage: string;
+  /** The Pix copy-and-paste (BR Code, EMV) string, "000201...". */
+  payload: string;
+  /** "YYYY-MM-DD HH:mm:ss" in the gateway's time zone, or null when the code does not expire. */
+  expirationDate: string | null;
+}
+
+export interface GatewayBoletoIdentificationField {
+  /** The digitable line: 47 digits. */
+  identificationField: string;
+  nossoNumero: string;
+  /** The bar code: 44 digits. */
+  barCode: string;
+}
+
+export interface GatewayCancelResult {
+  id: string;
+  deleted: boolean;
+}
+
+export interface GatewayPage<T> {
+  items: T[];
+  hasMore: boolean;
+  totalCount: number;
+  limit: number;
+  offset: number;
+}
+
+export interface GatewayTransfer {
+  id: string;
+  status: TransferStatus;
+  amountMinor: bigint;
+  netAmountMinor: bigint;
+  feeMinor: bigint;
+  pixAddressKey: string | null;
+  pixAddressKeyType: PixAddressKeyType | null;
+  description: string | null;
+  externalReference: string | null;
+  /** Why a FAILED or CANCELLED transfer did not go through; null otherwise. */
+  failReason: string | null;
+  dateCreated: string;
+  effectiveDate: string | null;
+  endToEndIdentifier: string | null;
+  authorized: boolean | null;
+  transactionReceiptUrl: string | null;
+}
+
+export interface GatewayWebhook {
+  id: string;
+  name: string;
+  url: string;
+  email: string | null;
+  enabled: boolean;
+  /** The gateway stopped delivering after repeated failures; see removeWebhookBackoff. */
+  interrupted: boolean;
+  /** Consecutive failed deliveries counted against the queue; null when the gateway does not say. */
+  penalizedRequestsCount: number | null;
+  apiVersion: number | null;
+  sendType: string | null;
+  /** Subscribed events; kept as strings because the gateway may add events we do not know yet. */
+  events: string[];
+  /** Whether an auth token is configured. The token itself is never returned. */
+  hasAuthToken: boolean | null;
+}
+
+/** Inputs. Every create carries an idempotency key derived from the caller's business key. */
+
+export interface CreateCustomerInput {
+  idempotencyKey: string;
+  name: string;
+  /** CPF (11 digits) or CNPJ (14 digits), digits only. */
+  cpfCnpj?: string;
+  email?: string;
+  externalReference: string;
+}
+
+export interface CreatePaymentInput {
+  idempotencyKey: string;
+  customerId: string;
+  billingType: BillingType;
+  amountMinor: bigint;
+  /** YYYY-MM-DD. */
+  dueDate: string;
+  description?: string;
+  externalReference: string;
+}
+
+export interface ListPaymentsInput {
+  status?: PaymentStatus;
+  customerId?: string;
+  externalReference?: string;
+  /** 1 to 100; the gateway's default is 10. */
+  limit?: number;
+  offset?: number;
+}
+
+export interface RefundPaymentInput {
+  description?: string;
+}
+
+export interface CreateTransferInput {
+  idempotencyKey: string;
+  amountMinor: bigint;
+  pixAddressKey: string;
+  pixAddressKeyType: PixAddressKeyType;
+  description?: string;
+  externalReference: string;
+}
+
+export interface UpdateWebhookInput {
+  url?: string;
+  email?: string;
+  enabled?: boolean;
+  interrupted?: boolean;
+  events?: readonly WebhookEvent[];
+  /** Write-only: the value the gateway sends back in `gateway-access-token`. */
+  authToken?: string;
+}
+
+/** Per-call options: a caller's signal (a Temporal activity's cancellation) on top of the client's timeout. */
+export interface GatewayCallOptions {
+  signal?: AbortSignal;
+}
+
+export type GatewayHealth =
+  | { ok: true; latencyMs: number }
+  | { ok: false; latencyMs: number; status: number | null; code: string; retryable: boolean };

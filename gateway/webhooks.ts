@@ -1,0 +1,262 @@
+import { z } from 'zod';
+import { parseWireJson } from './json.ts';
+import {
+  paymentEvents,
+  transferEvents,
+  type GatewayPayment,
+  type GatewayTransfer,
+  type PaymentEvent,
+  type PaymentStatus,
+  type TransferEvent,
+  type TransferStatus,
+} from './types.ts';
+import { paymentWireSchema, transferWireSchema, type PaymentWire, type TransferWire } from './wire.ts';
+
+/**
+ * What the gateway sends us, and the rules for acting on it. The service's webhook route
+ * authenticates (the `gateway-access-token` header), stores the raw body, and then calls
+ * `classifyGatewayWebhook` to learn what it is; acting on it is the caller's job. The ordering
+ * helpers let callers enforce "a final status never moves backwards": webhooks arrive late,
+ * twice and out of order, so a status is applied only when it moves forward.
+ *
+ * An event whose body cannot be classified is not a fact; if it names a payment or a transfer the
+ * caller should treat it as a hint to read the status from the gateway (`getPayment`, `getTransfer`).
+ */
+
+const eventId = z.string().min(1).max(200);
+
+export const paymentEventWireSchema = z.object({
+  id: eventId,
+  event: z.enum(paymentEvents),
+  dateCreated: z.string().max(100),
+  payment: paymentWireSchema,
+});
+export type PaymentEventWire = z.input<typeof paymentEventWireSchema>;
+
+export const transferEventWireSchema = z.object({
+  id: eventId,
+  event: z.enum(transferEvents),
+  dateCreated: z.string().max(100),
+  transfer: transferWireSchema,
+});
+export type TransferEventWire = z.input<typeof transferEventWireSchema>;
+
+/** The synchronous authorization the gateway asks for before it moves money out: `{type: "TRANSFER", transfer}`. */
+export const transferValidationRequestWireSchema = z.object({
+  type: z.literal('TRANSFER'),
+  transfer: transferWireSchema,
+});
+export type TransferValidationRequestWire = z.input<typeof transferValidationRequestWireSchema>;
+
+/** Our answer to a validation request. REFUSED cancels the transfer at once with `refuseReason`. */
+export type TransferValidationAnswer = { status: 'APPROVED' } | { status: 'REFUSED'; refuseReason: string };
+
+export const transferValidationAnswerSchema = z.union([
+  z.object({ status: z.literal('APPROVED') }),
+  z.object({ status: z.literal('REFUSED'), refuseReason: z.string().min(1).max(500) }),
+]);
+
+export type GatewayWebhookClassification =
+  | { kind: 'payment_event'; eventId: string; event: PaymentEvent; dateCreated: string; payment: GatewayPayment }
+  | { kind: 'transfer_event'; eventId: string; event: TransferEvent; dateCreated: string; transfer: GatewayTransfer }
+  | { kind: 'transfer_validation'; transfer: GatewayTransfer }
+  | {
+      kind: 'unknown';
+      /** Why the body was not recognised, for the log and the dead-letter record. */
+      reason: string;
+      eventId: string | null;
+      event: string | null;
+      type: string | null;
+      /** Ids found in the body even though it did not parse: hints to re-read status from the gateway. */
+      paymentId: string | null;
+      transferId: string | null;
+    };
+
+/**
+ * Classifies a webhook body already parsed from JSON (money as JSON numbers; a number that was
+ * not exactly representable should arrive as NaN, as the API's strict body parser and
+ * `parseWireJson` produce, and is then refused). Never throws.
+ *
+ * A body with `event` is an asynchronous notification; a body with `type` and no `event` is a
+ * synchronous authorization request (only `type: "TRANSFER"` is recognised; others, such as
+ * BILL, come back as unknown with `type` set).
+ */
+export function classifyGatewayWebhook(body: unknown): GatewayWebhookClassification {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return unknown('the body is not a JSON object', body);
+  }
+  const record = body as Record<string, unknown>;
+  if ('event' in record) {
+    const event = record.event;
+    if (typeof event !== 'string') return unknown('`event` is not a string', body);
+    if ((paymentEvents as readonly string[]).includes(event)) {
+      const parsed = paymentEventWireSchema.safeParse(body);
+      if (!parsed.success) return unknown(`malformed ${event}: ${firstIssue(parsed.error)}`, body);
+      return {
+        kind: 'payment_event',
+        eventId: parsed.data.id,
+        event: parsed.data.event,
+        dateCreated: parsed.data.dateCreated,
+        payment: parsed.data.payment,
+      };
+    }
+    if ((transferEvents as readonly string[]).includes(event)) {
+      const parsed = transferEventWireSchema.safeParse(body);
+      if (!parsed.success) return unknown(`malformed ${event}: ${firstIssue(parsed.error)}`, body);
+      return {
+        kind: 'transfer_event',
+        eventId: parsed.data.id,
+        event: parsed.data.event,
+        dateCreated: parsed.data.dateCreated,
+        transfer: parsed.data.transfer,
+      };
+    }
+    return unknown(`unsupported event ${event.slice(0, 100)}`, body);
+  }
+  if ('type' in record) {
+    if (record.type !== 'TRANSFER') {
+      return unknown(`unsupported authorization type ${String(record.type).slice(0, 100)}`, body);
+    }
+    const parsed = transferValidationRequestWireSchema.safeParse(body);
+    if (!parsed.success) return unknown(`malformed transfer validation request: ${firstIssue(parsed.error)}`, body);
+    return { kind: 'transfer_validation', transfer: parsed.data.transfer };
+  }
+  return unknown('the body has neither `event` nor `type`', body);
+}
+
+/** Parses raw webhook text (as stored in the inbox) strictly and classifies it. Never throws. */
+export function classifyGatewayWebhookText(text: string): GatewayWebhookClassification {
+  let body: unknown;
+  try {
+    body = parseWireJson(text);
+  } catch {
+    return unknown('the body is not valid JSON', null);
+  }
+  return classifyGatewayWebhook(body);
+}
+
+function unknown(reason: string, body: unknown): GatewayWebhookClassification {
+  const record = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+  return {
+    kind: 'unknown',
+    reason,
+    eventId: shortString(record.id),
+    event: shortString(record.event),
+    type: shortString(record.type),
+    paymentId: shortString(nested(record.payment, 'id')),
+    transferId: shortString(nested(record.transfer, 'id')),
+  };
+}
+
+function nested(value: unknown, key: string): unknown {
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+}
+
+function shortString(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 && value.length <= 200 ? value : null;
+}
+
+function firstIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  return issue === undefined ? 'invalid' : `${issue.path.join('.') || '(root)'}: ${issue.message}`;
+}
+
+/**
+ * Payment status ranks. A charge only ever moves to a higher rank; a webhook or a read that
+ * reports a lower rank than the one we hold is stale and is ignored. The order is the path a Pix
+ * or Boleto charge takes: pending, possibly overdue (a Boleto can still be paid after its due
+ * date), paid (RECEIVED, then CONFIRMED in this gateway's model), then refunded. DELETED and
+ * REFUNDED are final. Card-only statuses (chargebacks) are ranked after CONFIRMED so that reading
+ * them never fails, but this service creates no card charges.
+ */
+export const paymentStatusRanks: Readonly<Record<PaymentStatus, number>> = {
+  PENDING: 0,
+  AWAITING_RISK_ANALYSIS: 0,
+  OVERDUE: 1,
+  DUNNING_REQUESTED: 2,
+  RECEIVED: 3,
+  RECEIVED_IN_CASH: 3,
+  DUNNING_RECEIVED: 3,
+  CONFIRMED: 4,
+  CHARGEBACK_REQUESTED: 5,
+  CHARGEBACK_DISPUTE: 6,
+  AWAITING_CHARGEBACK_REVERSAL: 7,
+  REFUND_REQUESTED: 8,
+  REFUND_IN_PROGRESS: 9,
+  REFUNDED: 10,
+  DELETED: 10,
+};
+
+export function paymentStatusRank(status: PaymentStatus): number {
+  return paymentStatusRanks[status];
+}
+
+/** Statuses with no way out: REFUNDED and DELETED. */
+export function isFinalPaymentStatus(status: PaymentStatus): boolean {
+  return status === 'REFUNDED' || status === 'DELETED';
+}
+
+/** The money arrived: the charge can be settled. */
+export function isPaidPaymentStatus(status: PaymentStatus): boolean {
+  return status === 'RECEIVED' || status === 'CONFIRMED' || status === 'RECEIVED_IN_CASH' || status === 'DUNNING_RECEIVED';
+}
+
+/**
+ * The charge will not be paid, per the spec's reconcile rule (OVERDUE or REFUNDED fail a
+ * redemption) plus a deleted charge. Note OVERDUE is not final: a late Boleto payment still moves
+ * it to RECEIVED, and callers that fail on OVERDUE should cancel the charge first.
+ */
+export function isFailedPaymentStatus(status: PaymentStatus): boolean {
+  return status === 'OVERDUE' || status === 'REFUNDED' || status === 'DELETED';
+}
+
+/** Whether a charge we hold at `current` should move to `next`: only forward, never out of a final status. */
+export function shouldApplyPaymentStatus(current: PaymentStatus, next: PaymentStatus): boolean {
+  if (isFinalPaymentStatus(current)) return false;
+  return paymentStatusRank(next) > paymentStatusRank(current);
+}
+
+/** The status each payment event announces (the payment object inside the event is the authority). */
+export const paymentStatusByEvent: Readonly<Record<PaymentEvent, PaymentStatus>> = {
+  PAYMENT_CREATED: 'PENDING',
+  PAYMENT_RECEIVED: 'RECEIVED',
+  PAYMENT_CONFIRMED: 'CONFIRMED',
+  PAYMENT_OVERDUE: 'OVERDUE',
+  PAYMENT_REFUNDED: 'REFUNDED',
+  PAYMENT_DELETED: 'DELETED',
+};
+
+/** Transfer status ranks: PENDING, then BANK_PROCESSING, then one of the three final statuses. */
+export const transferStatusRanks: Readonly<Record<TransferStatus, number>> = {
+  PENDING: 0,
+  BANK_PROCESSING: 1,
+  DONE: 2,
+  FAILED: 2,
+  CANCELLED: 2,
+};
+
+export function transferStatusRank(status: TransferStatus): number {
+  return transferStatusRanks[status];
+}
+
+export function isFinalTransferStatus(status: TransferStatus): boolean {
+  return status === 'DONE' || status === 'FAILED' || status === 'CANCELLED';
+}
+
+/** Whether a transfer we hold at `current` should move to `next`: only forward, never out of a final status. */
+export function shouldApplyTransferStatus(current: TransferStatus, next: TransferStatus): boolean {
+  if (isFinalTransferStatus(current)) return false;
+  return transferStatusRank(next) > transferStatusRank(current);
+}
+
+export const transferStatusByEvent: Readonly<Record<TransferEvent, TransferStatus>> = {
+  TRANSFER_CREATED: 'PENDING',
+  TRANSFER_PENDING: 'PENDING',
+  TRANSFER_IN_BANK_PROCESSING: 'BANK_PROCESSING',
+  TRANSFER_DONE: 'DONE',
+  TRANSFER_FAILED: 'FAILED',
+  TRANSFER_CANCELLED: 'CANCELLED',
+};
+
+/** Re-exported so a webhook sender (the simulator) can type its bodies against the same wire shapes. */
+export type { PaymentWire, TransferWire };

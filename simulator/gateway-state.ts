@@ -1,0 +1,686 @@
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { wireValueFromMinor } from '../gateway/money.ts';
+import type { BillingType, PaymentEvent, PaymentStatus, PixAddressKeyType, TransferEvent, TransferStatus } from '../gateway/types.ts';
+import { transferValidationAnswerSchema, type PaymentEventWire, type TransferEventWire, type TransferValidationRequestWire } from '../gateway/webhooks.ts';
+import { parseWireJson } from '../gateway/json.ts';
+import type {
+  CustomerWire,
+  DeletedWire,
+  IdentificationFieldWire,
+  PaymentWire,
+  PixQrCodeWire,
+  TransferWire,
+} from '../gateway/wire.ts';
+import { wireHeaders } from '../gateway/wire.ts';
+import { buildBoleto, buildPixPayload, renderPlaceholderQrPng, type BoletoNumbers } from './documents.ts';
+import type { WebhookDispatcher } from './webhook-queue.ts';
+
+/**
+ * The simulated gateway's state and rules: customers, charges, Pix transfers, idempotency keys,
+ * the account balance, and the events each change sends. Everything lives in memory and is lost
+ * on restart (resource ids are random, so a restarted simulator never hands out an id the service
+ * already holds). Every collection is bounded.
+ */
+
+/** A refusal the API answers as `{errors: [{code, description}]}` with this HTTP status. */
+export class SimulatorApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly headers: Record<string, string>;
+  constructor(status: number, code: string, description: string, headers: Record<string, string> = {}) {
+    super(description);
+    this.name = 'SimulatorApiError';
+    this.status = status;
+    this.code = code;
+    this.headers = headers;
+  }
+}
+
+export const resourcesMax = 100_000;
+export const validationLogMax = 2_000;
+/** The account starts with this balance, so payouts work before any charge is paid. */
+export const initialBalanceMinor = 100_000_000n;
+/** Fees the simulated gateway keeps: netValue = value - fee. */
+export const chargeFeeMinor: Readonly<Record<BillingType, bigint>> = { PIX: 99n, BOLETO: 199n };
+export const transferFeeMinor = 0n;
+const publicBase = 'https://sandbox.gateway-simulator.invalid';
+
+interface CustomerRecord {
+  id: string;
+  name: string;
+  cpfCnpj: string | null;
+  email: string | null;
+  externalReference: string | null;
+  dateCreated: string;
+}
+
+interface PaymentRecord {
+  id: string;
+  customerId: string;
+  billingType: BillingType;
+  status: PaymentStatus;
+  valueMinor: bigint;
+  netValueMinor: bigint;
+  dueDate: string;
+  dateCreated: string;
+  paymentDate: string | null;
+  clientPaymentDate: string | null;
+  confirmedDate: string | null;
+  description: string | null;
+  externalReference: string | null;
+  nossoNumero: string;
+  deleted: boolean;
+  pixPayload: string | null;
+  pixExpirationDate: string | null;
+  boleto: BoletoNumbers | null;
+}
+
+interface TransferRecord {
+  id: string;
+  status: TransferStatus;
+  valueMinor: bigint;
+  feeMinor: bigint;
+  pixAddressKey: string;
+  pixAddressKeyType: PixAddressKeyType;
+  description: string | null;
+  externalReference: string | null;
+  failReason: string | null;
+  dateCreated: string;
+  effectiveDate: string | null;
+  endToEndIdentifier: string | null;
+  authorized: boolean | null;
+  validationAttempts: number;
+}
+
+export interface ValidationLogEntry {
+  at: string;
+  transferId: string;
+  attempt: number;
+  outcome: 'APPROVED' | 'REFUSED' | 'FAILED' | 'SKIPPED';
+  httpStatus: number | null;
+  error: string | null;
+}
+
+export interface CustomerCreate {
+  name: string;
+  cpfCnpj: string | null;
+  email: string | null;
+  externalReference: string | null;
+}
+
+export interface PaymentCreate {
+  customerId: string;
+  billingType: BillingType;
+  valueMinor: bigint;
+  dueDate: string;
+  description: string | null;
+  externalReference: string | null;
+}
+
+export interface TransferCreate {
+  valueMinor: bigint;
+  pixAddressKey: string;
+  pixAddressKeyType: PixAddressKeyType;
+  description: string | null;
+  externalReference: string | null;
+}
+
+export interface Created<T> {
+  resource: T;
+  /** True when an idempotency key found an earlier create. */
+  replayed: boolean;
+}
+
+export interface ListQuery {
+  status?: PaymentStatus;
+  customer?: string;
+  externalReference?: string;
+  limit: number;
+  offset: number;
+}
+
+export interface GatewayStateOptions {
+  dispatcher: WebhookDispatcher;
+  logger: Logger | null;
+  webhookToken: string;
+  validationUrl: string | null;
+  validationDelayMs: number;
+  validationTimeoutMs: number;
+  validationAttempts: number;
+  autoSettle: boolean;
+  now?: () => Date;
+  fetch?: typeof fetch;
+}
+
+export class GatewayState {
+  readonly #options: GatewayStateOptions;
+  readonly #now: () => Date;
+  #customers = new Map<string, CustomerRecord>();
+  #payments = new Map<string, PaymentRecord>();
+  #transfers = new Map<string, TransferRecord>();
+  #idempotency = new Map<string, { fingerprint: string; resourceId: string }>();
+  #validations: ValidationLogEntry[] = [];
+  #balanceMinor = initialBalanceMinor;
+  #timers = new Set<NodeJS.Timeout>();
+  #abort = new AbortController();
+  #closed = false;
+
+  constructor(options: GatewayStateOptions) {
+    this.#options = options;
+    this.#now = options.now ?? (() => new Date());
+  }
+
+  /** Forgets everything, cancels pending validations. */
+  reset(): void {
+    this.#clearTimers();
+    this.#abort.abort();
+    this.#abort = new AbortController();
+    this.#customers = new Map();
+    this.#payments = new Map();
+    this.#transfers = new Map();
+    this.#idempotency = new Map();
+    this.#validations = [];
+    this.#balanceMinor = initialBalanceMinor;
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#clearTimers();
+    this.#abort.abort();
+  }
+
+  // Customers
+
+  createCustomer(input: CustomerCreate, idempotencyKey: string | null, fingerprint: string): Created<CustomerWire> {
+    const replayed = this.#replay('customer', idempotencyKey, fingerprint, (id) => this.#customers.get(id));
+    if (replayed !== undefined) return { resource: customerWire(replayed), replayed: true };
+    this.#requireRoom(this.#customers.size);
+    const customer: CustomerRecord = {
+      id: `cus_${randomDigits(12)}`,
+      ...input,
+      dateCreated: this.#today(),
+    };
+    this.#customers.set(customer.id, customer);
+    this.#remember('customer', idempotencyKey, fingerprint, customer.id);
+    return { resource: customerWire(customer), replayed: false };
+  }
+
+  getCustomer(id: string): CustomerWire {
+    const customer = this.#customers.get(id);
+    if (customer === undefined) throw notFound('customer', id);
+    return customerWire(customer);
+  }
+
+  // Charges
+
+  createPayment(input: PaymentCreate, idempotencyKey: string | null, fingerprint: string): Created<PaymentWire> {
+    const replayed = this.#replay('payment', idempotencyKey, fingerprint, (id) => this.#payments.get(id));
+    if (replayed !== undefined) return { resource: paymentWire(replayed), replayed: true };
+    if (!this.#customers.has(input.customerId)) throw new SimulatorApiError(400, 'invalid_customer', `customer ${input.customerId} does not exist`);
+    if (input.dueDate < this.#today()) throw new SimulatorApiError(400, 'invalid_dueDate', 'dueDate must not be in the past');
+    this.#requireRoom(this.#payments.size);
+    const id = `pay_${randomAlnum(16)}`;
+    const nossoNumero = randomDigits(10);
+    const fee = chargeFeeMinor[input.billingType];
+    const payment: PaymentRecord = {
+      id,
+      customerId: input.customerId,
+      billingType: input.billingType,
+      status: 'PENDING',
+      valueMinor: input.valueMinor,
+      netValueMinor: input.valueMinor > fee ? input.valueMinor - fee : 0n,
+      dueDate: input.dueDate,
+      dateCreated: this.#today(),
+      paymentDate: null,
+      clientPaymentDate: null,
+      confirmedDate: null,
+      description: input.description,
+      externalReference: input.externalReference,
+      nossoNumero,
+      deleted: false,
+      pixPayload: input.billingType === 'PIX' ? buildPixPayload({ paymentId: id, amountMinor: input.valueMinor, txid: id.replace(/[^A-Za-z0-9]/g, '') }) : null,
+      pixExpirationDate: input.billingType === 'PIX' ? `${input.dueDate} 23:59:59` : null,
+      boleto:
+        input.billingType === 'BOLETO'
+          ? buildBoleto({ amountMinor: input.valueMinor, dueDate: input.dueDate, freeField: `${nossoNumero}${randomDigits(15)}` })
+          : null,
+    };
+    this.#payments.set(id, payment);
+    this.#remember('payment', idempotencyKey, fingerprint, id);
+    this.#emitPayment('PAYMENT_CREATED', payment);
+    return { resource: paymentWire(payment), replayed: false };
+  }
+
+  getPayment(id: string): PaymentWire {
+    return paymentWire(this.#payment(id));
+  }
+
+  listPayments(query: ListQuery): { data: PaymentWire[]; totalCount: number; hasMore: boolean } {
+    const matching = [...this.#payments.values()].filter(
+      (p) =>
+        (query.status === undefined || p.status === query.status) &&
+        (query.customer === undefined || p.customerId === query.customer) &&
+        (query.externalReference === undefined || p.externalReference === query.externalReference),
+    );
+    const page = matching.slice(query.offset, query.offset + query.limit);
+    return { data: page.map(paymentWire), totalCount: matching.length, hasMore: query.offset + page.length < matching.length };
+  }
+
+  getPixQrCode(id: string): PixQrCodeWire {
+    const payment = this.#payment(id);
+    if (payment.pixPayload === null) throw new SimulatorApiError(400, 'invalid_billingType', 'only PIX charges have a Pix QR code');
+    if (payment.deleted) throw new SimulatorApiError(400, 'invalid_action', 'the charge was deleted');
+    return { encodedImage: renderPlaceholderQrPng(payment.pixPayload), payload: payment.pixPayload, expirationDate: payment.pixExpirationDate };
+  }
+
+  getIdentificationField(id: string): IdentificationFieldWire {
+    const payment = this.#payment(id);
+    if (payment.boleto === null) throw new SimulatorApiError(400, 'invalid_billingType', 'only BOLETO charges have a digitable line');
+    if (payment.deleted) throw new SimulatorApiError(400, 'invalid_action', 'the charge was deleted');
+    return { identificationField: payment.boleto.identificationField, nossoNumero: payment.nossoNumero, barCode: payment.boleto.barCode };
+  }
+
+  /** DELETE: cancels a PENDING or OVERDUE charge. Deleting again answers the same. */
+  deletePayment(id: string): DeletedWire {
+    const payment = this.#payment(id);
+    if (payment.deleted) return { deleted: true, id };
+    if (payment.status !== 'PENDING' && payment.status !== 'OVERDUE') {
+      throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot be deleted; refund it instead`);
+    }
+    payment.status = 'DELETED';
+    payment.deleted = true;
+    this.#emitPayment('PAYMENT_DELETED', payment);
+    return { deleted: true, id };
+  }
+
+  /** Full refund of a paid charge. Refunding a REFUNDED charge returns it unchanged. */
+  refundPayment(id: string): PaymentWire {
+    const payment = this.#payment(id);
+    if (payment.status === 'REFUNDED') return paymentWire(payment);
+    if (payment.status !== 'RECEIVED' && payment.status !== 'CONFIRMED' && payment.status !== 'RECEIVED_IN_CASH') {
+      throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot be refunded`);
+    }
+    payment.status = 'REFUNDED';
+    this.#balanceMinor -= payment.netValueMinor;
+    this.#emitPayment('PAYMENT_REFUNDED', payment);
+    return paymentWire(payment);
+  }
+
+  /** Control: the payer pays. RECEIVED, then CONFIRMED, each with its event. */
+  payPayment(id: string): PaymentWire {
+    const payment = this.#payment(id);
+    if (payment.status !== 'PENDING' && payment.status !== 'OVERDUE') {
+      throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot be paid`);
+    }
+    const today = this.#today();
+    payment.status = 'RECEIVED';
+    payment.paymentDate = today;
+    payment.clientPaymentDate = today;
+    this.#balanceMinor += payment.netValueMinor;
+    this.#emitPayment('PAYMENT_RECEIVED', payment);
+    payment.status = 'CONFIRMED';
+    payment.confirmedDate = today;
+    this.#emitPayment('PAYMENT_CONFIRMED', payment);
+    return paymentWire(payment);
+  }
+
+  /** Control: the due date passes unpaid. */
+  overduePayment(id: string): PaymentWire {
+    const payment = this.#payment(id);
+    if (payment.status !== 'PENDING') throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot go overdue`);
+    payment.status = 'OVERDUE';
+    this.#emitPayment('PAYMENT_OVERDUE', payment);
+    return paymentWire(payment);
+  }
+
+  // Transfers
+
+  createTransfer(input: TransferCreate, idempotencyKey: string | null, fingerprint: string): Created<TransferWire> {
+    const replayed = this.#replay('transfer', idempotencyKey, fingerprint, (id) => this.#transfers.get(id));
+    if (replayed !== undefined) return { resource: transferWire(replayed), replayed: true };
+    this.#requireRoom(this.#transfers.size);
+    // The account is debited `value`; the recipient gets netValue = value - transferFee.
+    const debit = input.valueMinor;
+    if (debit > this.#balanceMinor) throw new SimulatorApiError(400, 'insufficient_balance', 'the account balance does not cover this transfer');
+    const transfer: TransferRecord = {
+      id: randomUUID(),
+      status: 'PENDING',
+      valueMinor: input.valueMinor,
+      feeMinor: transferFeeMinor,
+      pixAddressKey: input.pixAddressKey,
+      pixAddressKeyType: input.pixAddressKeyType,
+      description: input.description,
+      externalReference: input.externalReference,
+      failReason: null,
+      dateCreated: this.#today(),
+      effectiveDate: null,
+      endToEndIdentifier: null,
+      authorized: null,
+      validationAttempts: 0,
+    };
+    this.#balanceMinor -= debit;
+    this.#transfers.set(transfer.id, transfer);
+    this.#remember('transfer', idempotencyKey, fingerprint, transfer.id);
+    this.#emitTransfer('TRANSFER_CREATED', transfer);
+    this.#scheduleValidation(transfer, 1);
+    return { resource: transferWire(transfer), replayed: false };
+  }
+
+  getTransfer(id: string): TransferWire {
+    return transferWire(this.#transfer(id));
+  }
+
+  /** Control: the bank confirms the payout. */
+  completeTransfer(id: string): TransferWire {
+    const transfer = this.#transfer(id);
+    if (transfer.status !== 'PENDING' && transfer.status !== 'BANK_PROCESSING') {
+      throw new SimulatorApiError(400, 'invalid_action', `a ${transfer.status} transfer cannot be completed`);
+    }
+    this.#settle(transfer);
+    return transferWire(transfer);
+  }
+
+  /** Control: the bank rejects the payout. */
+  failTransfer(id: string, reason: string): TransferWire {
+    const transfer = this.#transfer(id);
+    if (transfer.status !== 'PENDING' && transfer.status !== 'BANK_PROCESSING') {
+      throw new SimulatorApiError(400, 'invalid_action', `a ${transfer.status} transfer cannot fail`);
+    }
+    transfer.status = 'FAILED';
+    transfer.failReason = reason;
+    this.#balanceMinor += transfer.valueMinor;
+    this.#emitTransfer('TRANSFER_FAILED', transfer);
+    return transferWire(transfer);
+  }
+
+  // Account
+
+  get balanceMinor(): bigint {
+    return this.#balanceMinor;
+  }
+
+  setBalance(balanceMinor: bigint): void {
+    this.#balanceMinor = balanceMinor;
+  }
+
+  snapshot(limit: number): {
+    balance: number;
+    customers: CustomerWire[];
+    payments: PaymentWire[];
+    transfers: (TransferWire & { validationAttempts: number })[];
+    validations: ValidationLogEntry[];
+    counts: { customers: number; payments: number; transfers: number; idempotencyKeys: number };
+  } {
+    const newest = <T>(map: Map<string, T>): T[] => [...map.values()].slice(-limit);
+    return {
+      balance: wireValueFromMinor(this.#balanceMinor),
+      customers: newest(this.#customers).map(customerWire),
+      payments: newest(this.#payments).map(paymentWire),
+      transfers: newest(this.#transfers).map((t) => ({ ...transferWire(t), validationAttempts: t.validationAttempts })),
+      validations: this.#validations.slice(-limit),
+      counts: {
+        customers: this.#customers.size,
+        payments: this.#payments.size,
+        transfers: this.#transfers.size,
+        idempotencyKeys: this.#idempotency.size,
+      },
+    };
+  }
+
+  // Internals
+
+  #payment(id: string): PaymentRecord {
+    const payment = this.#payments.get(id);
+    if (payment === undefined) throw notFound('payment', id);
+    return payment;
+  }
+
+  #transfer(id: string): TransferRecord {
+    const transfer = this.#transfers.get(id);
+    if (transfer === undefined) throw notFound('transfer', id);
+    return transfer;
+  }
+
+  #requireRoom(size: number): void {
+    if (size >= resourcesMax) {
+      throw new SimulatorApiError(400, 'simulator_full', `the simulator holds at most ${resourcesMax} of each resource; POST /sim/reset`);
+    }
+  }
+
+  /**
+   * Finds the resource an idempotency key already created. The same key with a different body is
+   * refused (409), never answered with the other request's resource.
+   */
+  #replay<T>(scope: string, key: string | null, fingerprint: string, find: (id: string) => T | undefined): T | undefined {
+    if (key === null) return undefined;
+    const seen = this.#idempotency.get(`${scope}:${key}`);
+    if (seen === undefined) return undefined;
+    if (seen.fingerprint !== fingerprint) {
+      throw new SimulatorApiError(409, 'idempotency_key_reused', 'this Idempotency-Key was used with a different request body');
+    }
+    return find(seen.resourceId);
+  }
+
+  #remember(scope: string, key: string | null, fingerprint: string, resourceId: string): void {
+    if (key !== null) this.#idempotency.set(`${scope}:${key}`, { fingerprint, resourceId });
+  }
+
+  #today(): string {
+    return this.#now().toISOString().slice(0, 10);
+  }
+
+  #eventTime(): string {
+    return this.#now().toISOString().slice(0, 19).replace('T', ' ');
+  }
+
+  #emitPayment(event: PaymentEvent, payment: PaymentRecord): void {
+    const body: PaymentEventWire = { id: eventId(), event, dateCreated: this.#eventTime(), payment: paymentWire(payment) };
+    this.#options.dispatcher.publish({ id: body.id, event, resourceId: payment.id, billingType: payment.billingType, body: JSON.stringify(body) });
+  }
+
+  #emitTransfer(event: TransferEvent, transfer: TransferRecord): void {
+    const body: TransferEventWire = { id: eventId(), event, dateCreated: this.#eventTime(), transfer: transferWire(transfer) };
+    this.#options.dispatcher.publish({ id: body.id, event, resourceId: transfer.id, billingType: null, body: JSON.stringify(body) });
+  }
+
+  #after(ms: number, task: () => Promise<void>): void {
+    if (this.#closed) return;
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      task().catch((error: unknown) => this.#options.logger?.error({ err: error }, 'simulator task failed'));
+    }, ms);
+    this.#timers.add(timer);
+  }
+
+  #clearTimers(): void {
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+  }
+
+  #logValidation(entry: Omit<ValidationLogEntry, 'at'>): void {
+    this.#validations.push({ at: this.#now().toISOString(), ...entry });
+    if (this.#validations.length > validationLogMax) this.#validations.splice(0, this.#validations.length - validationLogMax);
+  }
+
+  /**
+   * The transfer validation: `validationDelayMs` after the transfer is created the gateway POSTs
+   * `{type: "TRANSFER", transfer}` to the validation URL. APPROVED lets the transfer go on;
+   * REFUSED cancels it at once with the reason; no usable answer (non-2xx, timeout, connection
+   * error, a body that is not an answer) is retried after the same delay, and after
+   * `validationAttempts` failed attempts the transfer is cancelled.
+   */
+  #scheduleValidation(transfer: TransferRecord, attempt: number): void {
+    const { validationUrl, validationDelayMs } = this.#options;
+    if (validationUrl === null) {
+      this.#after(0, async () => {
+        if (transfer.status !== 'PENDING') return;
+        this.#logValidation({ transferId: transfer.id, attempt: 0, outcome: 'SKIPPED', httpStatus: null, error: null });
+        this.#approve(transfer);
+      });
+      return;
+    }
+    this.#after(validationDelayMs, async () => {
+      if (transfer.status !== 'PENDING' || this.#transfers.get(transfer.id) !== transfer) return;
+      transfer.validationAttempts = attempt;
+      const signal = this.#abort.signal;
+      const answer = await this.#askValidation(validationUrl, transfer, signal);
+      // The transfer may have been completed or failed by a control, or the state reset, meanwhile.
+      if (signal.aborted || transfer.status !== 'PENDING' || this.#transfers.get(transfer.id) !== transfer) return;
+      if (answer.kind === 'APPROVED') {
+        this.#logValidation({ transferId: transfer.id, attempt, outcome: 'APPROVED', httpStatus: answer.httpStatus, error: null });
+        this.#approve(transfer);
+      } else if (answer.kind === 'REFUSED') {
+        this.#logValidation({ transferId: transfer.id, attempt, outcome: 'REFUSED', httpStatus: answer.httpStatus, error: null });
+        this.#cancel(transfer, answer.reason);
+      } else {
+        this.#logValidation({ transferId: transfer.id, attempt, outcome: 'FAILED', httpStatus: answer.httpStatus, error: answer.error });
+        if (attempt >= this.#options.validationAttempts) {
+          this.#cancel(transfer, `transfer validation failed after ${attempt} attempts (last: ${answer.error})`);
+        } else {
+          this.#scheduleValidation(transfer, attempt + 1);
+        }
+      }
+    });
+  }
+
+  async #askValidation(
+    url: string,
+    transfer: TransferRecord,
+    closeSignal: AbortSignal,
+  ): Promise<{ kind: 'APPROVED'; httpStatus: number } | { kind: 'REFUSED'; httpStatus: number; reason: string } | { kind: 'FAILED'; httpStatus: number | null; error: string }> {
+    const fetchImpl = this.#options.fetch ?? globalThis.fetch;
+    const body: TransferValidationRequestWire = { type: 'TRANSFER', transfer: transferWire(transfer) };
+    try {
+      const response = await fetchImpl(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [wireHeaders.webhookToken]: this.#options.webhookToken, 'user-agent': 'gateway-simulator-validation/1' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.any([AbortSignal.timeout(this.#options.validationTimeoutMs), closeSignal]),
+        redirect: 'manual',
+      });
+      // Bounded in time by the signal; the answer is a few bytes, anything long is not an answer.
+      const text = (await response.text()).slice(0, 64 * 1024);
+      if (response.status < 200 || response.status > 299) return { kind: 'FAILED', httpStatus: response.status, error: `HTTP ${response.status}` };
+      let json: unknown;
+      try {
+        json = parseWireJson(text);
+      } catch {
+        return { kind: 'FAILED', httpStatus: response.status, error: 'the answer is not JSON' };
+      }
+      const parsed = transferValidationAnswerSchema.safeParse(json);
+      if (!parsed.success) return { kind: 'FAILED', httpStatus: response.status, error: 'the answer has no valid status' };
+      return parsed.data.status === 'APPROVED'
+        ? { kind: 'APPROVED', httpStatus: response.status }
+        : { kind: 'REFUSED', httpStatus: response.status, reason: parsed.data.refuseReason };
+    } catch (error) {
+      return { kind: 'FAILED', httpStatus: null, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+    }
+  }
+
+  #approve(transfer: TransferRecord): void {
+    transfer.authorized = true;
+    transfer.status = 'BANK_PROCESSING';
+    this.#emitTransfer('TRANSFER_IN_BANK_PROCESSING', transfer);
+    if (this.#options.autoSettle) this.#settle(transfer);
+  }
+
+  #settle(transfer: TransferRecord): void {
+    const now = this.#now();
+    transfer.status = 'DONE';
+    transfer.effectiveDate = now.toISOString().slice(0, 10);
+    // E + ISPB (8) + yyyyMMddHHmm + 11 characters: the shape of a Pix end-to-end id.
+    transfer.endToEndIdentifier = `E99999999${now.toISOString().replace(/\D/g, '').slice(0, 12)}${randomAlnum(11)}`;
+    this.#emitTransfer('TRANSFER_DONE', transfer);
+  }
+
+  #cancel(transfer: TransferRecord, reason: string): void {
+    transfer.status = 'CANCELLED';
+    transfer.authorized = false;
+    transfer.failReason = reason.slice(0, 500);
+    this.#balanceMinor += transfer.valueMinor;
+    this.#emitTransfer('TRANSFER_CANCELLED', transfer);
+  }
+}
+
+function notFound(what: string, id: string): SimulatorApiError {
+  return new SimulatorApiError(404, 'not_found', `${what} ${id.slice(0, 100)} not found`);
+}
+
+function eventId(): string {
+  return `evt_${randomBytes(16).toString('hex')}`;
+}
+
+function randomDigits(length: number): string {
+  let text = '';
+  for (let i = 0; i < length; i += 1) text += String(randomInt(10));
+  return text;
+}
+
+const alnum = 'abcdefghijklmnopqrstuvwxyz0123456789';
+function randomAlnum(length: number): string {
+  let text = '';
+  for (let i = 0; i < length; i += 1) text += alnum[randomInt(alnum.length)];
+  return text;
+}
+
+function customerWire(customer: CustomerRecord): CustomerWire {
+  return {
+    object: 'customer',
+    id: customer.id,
+    dateCreated: customer.dateCreated,
+    name: customer.name,
+    cpfCnpj: customer.cpfCnpj,
+    email: customer.email,
+    externalReference: customer.externalReference,
+    deleted: false,
+  };
+}
+
+function paymentWire(payment: PaymentRecord): PaymentWire {
+  return {
+    object: 'payment',
+    id: payment.id,
+    dateCreated: payment.dateCreated,
+    customer: payment.customerId,
+    value: wireValueFromMinor(payment.valueMinor),
+    netValue: wireValueFromMinor(payment.netValueMinor),
+    billingType: payment.billingType,
+    status: payment.status,
+    dueDate: payment.dueDate,
+    originalDueDate: payment.dueDate,
+    paymentDate: payment.paymentDate,
+    clientPaymentDate: payment.clientPaymentDate,
+    confirmedDate: payment.confirmedDate,
+    description: payment.description,
+    externalReference: payment.externalReference,
+    invoiceUrl: `${publicBase}/i/${payment.id}`,
+    bankSlipUrl: payment.billingType === 'BOLETO' ? `${publicBase}/b/pdf/${payment.id}` : null,
+    nossoNumero: payment.nossoNumero,
+    deleted: payment.deleted,
+  };
+}
+
+function transferWire(transfer: TransferRecord): TransferWire {
+  return {
+    object: 'transfer',
+    id: transfer.id,
+    type: 'PIX',
+    dateCreated: transfer.dateCreated,
+    value: wireValueFromMinor(transfer.valueMinor),
+    netValue: wireValueFromMinor(transfer.valueMinor - transfer.feeMinor),
+    transferFee: wireValueFromMinor(transfer.feeMinor),
+    status: transfer.status,
+    effectiveDate: transfer.effectiveDate,
+    scheduleDate: null,
+    endToEndIdentifier: transfer.endToEndIdentifier,
+    authorized: transfer.authorized,
+    failReason: transfer.failReason,
+    transactionReceiptUrl: transfer.status === 'DONE' ? `${publicBase}/comprovantes/${transfer.id}` : null,
+    operationType: 'PIX',
+    description: transfer.description,
+    externalReference: transfer.externalReference,
+    pixAddressKey: transfer.pixAddressKey,
+    pixAddressKeyType: transfer.pixAddressKeyType,
+  };
+}

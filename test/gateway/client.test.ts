@@ -1,0 +1,512 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createGatewayClient, gatewayIdempotencyKey, type GatewayClient } from '../../gateway/client.ts';
+import { GatewayError } from '../../gateway/errors.ts';
+import { classifyGatewayWebhookText } from '../../gateway/webhooks.ts';
+import { createSimulator, type Simulator } from '../../simulator/app.ts';
+import { completeCpf, isValidPixPayload } from '../../simulator/documents.ts';
+import { control, dueInDays, startReceiver, type Receiver } from './receiver.ts';
+
+/**
+ * The gateway client against the simulator running in this process on an ephemeral port, with a
+ * local HTTP receiver standing in for the service's webhook and validation endpoints.
+ */
+
+const webhookToken = 'test-webhook-token';
+const apiKey = 'test-api-key';
+let receiver: Receiver;
+let simulator: Simulator;
+let baseUrl: string;
+let client: GatewayClient;
+/** Raw request bodies the client sent, to check the exact JSON text of amounts. */
+const sentBodies: string[] = [];
+let customerId: string;
+let seq = 0;
+const unique = (prefix: string): string => `${prefix}-${Date.now().toString(36)}-${(seq += 1)}`;
+
+async function expectGatewayError(promise: Promise<unknown>): Promise<GatewayError> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(GatewayError);
+  return error as GatewayError;
+}
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  simulator = await createSimulator({
+    host: '127.0.0.1',
+    port: 0,
+    apiKey,
+    webhookUrl: `${receiver.url}/webhook`,
+    validationUrl: `${receiver.url}/validate`,
+    webhookToken,
+    validationDelayMs: 50,
+    webhookRetryBaseMs: 10,
+    webhookRetryMaxMs: 50,
+    seed: 1234,
+  });
+  baseUrl = await simulator.listen();
+  client = createGatewayClient({
+    baseUrl,
+    apiKey,
+    timeoutMs: 2_000,
+    fetch: async (input, init) => {
+      if (typeof init?.body === 'string') sentBodies.push(init.body);
+      return fetch(input, init);
+    },
+  });
+  const customer = await client.createCustomer({
+    idempotencyKey: gatewayIdempotencyKey('customer', 'owner-1'),
+    name: 'Maria Silva',
+    cpfCnpj: completeCpf('529982247'),
+    externalReference: 'owner-1',
+  });
+  customerId = customer.id;
+});
+
+afterAll(async () => {
+  await simulator?.close();
+  await receiver?.close();
+});
+
+beforeEach(async () => {
+  await control(baseUrl, 'DELETE', '/sim/faults');
+});
+
+describe('gateway client: customers and charges', () => {
+  it('creates a customer and reads it back', async () => {
+    const read = await client.getCustomer(customerId);
+    expect(read).toMatchObject({ id: customerId, name: 'Maria Silva', cpfCnpj: '52998224725', externalReference: 'owner-1', deleted: false });
+    expect(customerId).toMatch(/^cus_\d{12}$/);
+  });
+
+  it('creates a PIX charge and returns a valid copy-and-paste payload and a PNG', async () => {
+    const payment = await client.createPayment({
+      idempotencyKey: unique('pix'),
+      customerId,
+      billingType: 'PIX',
+      amountMinor: 1234n,
+      dueDate: dueInDays(1),
+      description: 'redemption',
+      externalReference: unique('redemption'),
+    });
+    expect(payment).toMatchObject({ status: 'PENDING', billingType: 'PIX', amountMinor: 1234n, netAmountMinor: 1234n - 99n, customerId });
+    expect(payment.id).toMatch(/^pay_[a-z0-9]{16}$/);
+    const qr = await client.getPixQrCode(payment.id);
+    expect(qr.payload.startsWith('000201')).toBe(true);
+    expect(qr.payload).toContain('540512.34');
+    expect(qr.payload).toContain('5303986');
+    expect(isValidPixPayload(qr.payload)).toBe(true);
+    expect(Buffer.from(qr.encodedImage, 'base64').subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+    const boletoLine = await expectGatewayError(client.getBoletoIdentificationField(payment.id));
+    expect(boletoLine).toMatchObject({ status: 400, code: 'invalid_billingType', retryable: false });
+  });
+
+  it('creates a BOLETO charge and returns its 47-digit digitable line', async () => {
+    const payment = await client.createPayment({
+      idempotencyKey: unique('boleto'),
+      customerId,
+      billingType: 'BOLETO',
+      amountMinor: 1234567890n,
+      dueDate: dueInDays(3),
+      externalReference: unique('redemption'),
+    });
+    expect(payment).toMatchObject({ status: 'PENDING', billingType: 'BOLETO', amountMinor: 1234567890n });
+    const line = await client.getBoletoIdentificationField(payment.id);
+    expect(line.identificationField).toMatch(/^\d{47}$/);
+    expect(line.barCode).toMatch(/^\d{44}$/);
+    // The last 10 digits of both carry the amount in centavos.
+    expect(line.identificationField.slice(-10)).toBe('1234567890');
+    expect(line.barCode.slice(9, 19)).toBe('1234567890');
+    expect(line.nossoNumero).toBe(payment.nossoNumero);
+  });
+
+  it('returns the same charge for the same idempotency key, and the simulator holds one', async () => {
+    const externalReference = unique('redemption');
+    const input = {
+      idempotencyKey: gatewayIdempotencyKey('charge', externalReference),
+      customerId,
+      billingType: 'PIX' as const,
+      amountMinor: 5000n,
+      dueDate: dueInDays(1),
+      externalReference,
+    };
+    const first = await client.createPayment(input);
+    const second = await client.createPayment(input);
+    expect(second.id).toBe(first.id);
+    const page = await client.listPayments({ externalReference });
+    expect(page.totalCount).toBe(1);
+    expect(page.items.map((p) => p.id)).toEqual([first.id]);
+
+    const reused = await expectGatewayError(client.createPayment({ ...input, amountMinor: 5001n }));
+    expect(reused).toMatchObject({ status: 409, code: 'idempotency_key_reused', retryable: false });
+  });
+
+  it('recovers the charge whose create answer was lost by retrying with the same key', async () => {
+    const externalReference = unique('redemption');
+    const input = {
+      idempotencyKey: gatewayIdempotencyKey('charge', externalReference),
+      customerId,
+      billingType: 'BOLETO' as const,
+      amountMinor: 777n,
+      dueDate: dueInDays(2),
+      externalReference,
+    };
+    await control(baseUrl, 'POST', '/sim/faults', { apiLostResponseRate: 1 });
+    const lost = await expectGatewayError(client.createPayment(input));
+    expect(lost).toMatchObject({ status: 500, retryable: true });
+    await control(baseUrl, 'DELETE', '/sim/faults');
+    const retried = await client.createPayment(input);
+    const page = await client.listPayments({ externalReference });
+    expect(page.totalCount).toBe(1);
+    expect(page.items[0]?.id).toBe(retried.id);
+  });
+
+  it('cancels a pending charge (idempotently) and refuses to cancel a paid one', async () => {
+    const payment = await client.createPayment({
+      idempotencyKey: unique('cancel'),
+      customerId,
+      billingType: 'PIX',
+      amountMinor: 100n,
+      dueDate: dueInDays(1),
+      externalReference: unique('redemption'),
+    });
+    expect(await client.cancelPayment(payment.id)).toEqual({ id: payment.id, deleted: true });
+    expect(await client.cancelPayment(payment.id)).toEqual({ id: payment.id, deleted: true });
+    expect(await client.getPayment(payment.id)).toMatchObject({ status: 'DELETED', deleted: true });
+
+    const paid = await client.createPayment({
+      idempotencyKey: unique('paid'),
+      customerId,
+      billingType: 'PIX',
+      amountMinor: 100n,
+      dueDate: dueInDays(1),
+      externalReference: unique('redemption'),
+    });
+    await control(baseUrl, 'POST', `/sim/payments/${paid.id}/pay`);
+    const refused = await expectGatewayError(client.cancelPayment(paid.id));
+    expect(refused).toMatchObject({ status: 400, code: 'invalid_action', retryable: false });
+    const refunded = await client.refundPayment(paid.id);
+    expect(refunded.status).toBe('REFUNDED');
+    expect((await client.refundPayment(paid.id)).status).toBe('REFUNDED');
+  });
+
+  it('lists charges by status in bounded pages', async () => {
+    const overdue = await client.createPayment({
+      idempotencyKey: unique('overdue'),
+      customerId,
+      billingType: 'BOLETO',
+      amountMinor: 2500n,
+      dueDate: dueInDays(0),
+      externalReference: unique('redemption'),
+    });
+    await control(baseUrl, 'POST', `/sim/payments/${overdue.id}/overdue`);
+    const page = await client.listPayments({ status: 'OVERDUE', limit: 100 });
+    expect(page.items.map((p) => p.id)).toContain(overdue.id);
+    expect(page.items.every((p) => p.status === 'OVERDUE')).toBe(true);
+    const small = await client.listPayments({ limit: 1 });
+    expect(small.items).toHaveLength(1);
+    expect(small.hasMore).toBe(true);
+    const tooBig = await expectGatewayError(client.listPayments({ limit: 101 }));
+    expect(tooBig).toMatchObject({ code: 'INVALID_REQUEST', status: null, retryable: false });
+  });
+});
+
+describe('gateway client: money on the wire', () => {
+  it('sends and reads 0.10 + 0.20 as exactly 0.30', async () => {
+    const amountMinor = 10n + 20n;
+    sentBodies.length = 0;
+    const payment = await client.createPayment({
+      idempotencyKey: unique('cents'),
+      customerId,
+      billingType: 'PIX',
+      amountMinor,
+      dueDate: dueInDays(1),
+      externalReference: unique('redemption'),
+    });
+    expect(sentBodies.at(-1)).toContain('"value":0.3,');
+    expect(sentBodies.at(-1)).not.toContain('0.30000000000000004');
+    expect(payment.amountMinor).toBe(30n);
+    expect((await client.getPayment(payment.id)).amountMinor).toBe(30n);
+  });
+
+  it('carries 12345678.90 and the largest amounts exactly', async () => {
+    await control(baseUrl, 'POST', '/sim/balance', { value: 10_000_000_000_000 });
+    for (const amountMinor of [1_234_567_890n, 1n, 99n, 100n, 9_999_999_999_999n]) {
+      sentBodies.length = 0;
+      const transfer = await client.createTransfer({
+        idempotencyKey: unique('amount'),
+        amountMinor,
+        pixAddressKey: 'payee@example.com',
+        pixAddressKeyType: 'EMAIL',
+        externalReference: unique('no-validation'),
+      });
+      expect(transfer.amountMinor).toBe(amountMinor);
+      expect(transfer.netAmountMinor).toBe(amountMinor);
+      const value = /"value":([^,}]+)/.exec(sentBodies.at(-1) ?? '')?.[1];
+      expect(value).toBe(String(Number(`${amountMinor / 100n}.${(amountMinor % 100n).toString().padStart(2, '0')}`)));
+    }
+    await control(baseUrl, 'POST', '/sim/balance', { value: 10_000_000 });
+  });
+
+  it('refuses an answer whose amount has more than two decimals', async () => {
+    const stub = createGatewayClient({
+      baseUrl: 'http://gateway.invalid',
+      apiKey,
+      timeoutMs: 1_000,
+      fetch: async () =>
+        new Response(
+          '{"id":"pay_x","dateCreated":"2026-01-01","customer":"cus_1","value":0.30000000000000004,"netValue":0.3,"billingType":"PIX","status":"PENDING","dueDate":"2026-01-02","deleted":false}',
+          { status: 200, headers: { 'content-type': 'application/json' } },
+        ),
+    });
+    const error = await expectGatewayError(stub.getPayment('pay_x'));
+    expect(error).toMatchObject({ code: 'INVALID_RESPONSE', retryable: false, status: 200 });
+  });
+});
+
+describe('gateway client: errors', () => {
+  it('maps a wrong API key to a non-retryable 401', async () => {
+    const wrong = createGatewayClient({ baseUrl, apiKey: 'wrong', timeoutMs: 1_000 });
+    const error = await expectGatewayError(wrong.getCustomer(customerId));
+    expect(error).toMatchObject({ status: 401, code: 'invalid_access_token', retryable: false, operation: 'getCustomer' });
+    expect(error.message).not.toContain('wrong');
+    const health = await wrong.health();
+    expect(health).toMatchObject({ ok: false, status: 401, retryable: false });
+  });
+
+  it('maps gateway validation errors to non-retryable errors', async () => {
+    const pastDue = await expectGatewayError(
+      client.createPayment({
+        idempotencyKey: unique('past'),
+        customerId,
+        billingType: 'PIX',
+        amountMinor: 100n,
+        dueDate: '2020-01-01',
+        externalReference: unique('redemption'),
+      }),
+    );
+    expect(pastDue).toMatchObject({ status: 400, code: 'invalid_dueDate', retryable: false });
+    expect(pastDue.errors[0]?.description).toMatch(/past/);
+
+    const badKey = await expectGatewayError(
+      client.createTransfer({
+        idempotencyKey: unique('key'),
+        amountMinor: 100n,
+        pixAddressKey: '11111111111',
+        pixAddressKeyType: 'CPF',
+        externalReference: unique('transfer'),
+      }),
+    );
+    expect(badKey).toMatchObject({ status: 400, code: 'invalid_pixAddressKey', retryable: false });
+
+    const missing = await expectGatewayError(client.getPayment('pay_doesnotexist00'));
+    expect(missing).toMatchObject({ status: 404, code: 'not_found', retryable: false });
+  });
+
+  it('refuses bad input before sending anything', async () => {
+    sentBodies.length = 0;
+    const zero = await expectGatewayError(
+      client.createPayment({
+        idempotencyKey: unique('zero'),
+        customerId,
+        billingType: 'PIX',
+        amountMinor: 0n,
+        dueDate: dueInDays(1),
+        externalReference: 'x',
+      }),
+    );
+    expect(zero).toMatchObject({ code: 'INVALID_REQUEST', retryable: false, status: null });
+    const noKey = await expectGatewayError(
+      client.createTransfer({ idempotencyKey: '', amountMinor: 1n, pixAddressKey: 'a@b.co', pixAddressKeyType: 'EMAIL', externalReference: 'x' }),
+    );
+    expect(noKey.code).toBe('INVALID_REQUEST');
+    const pathEscape = await expectGatewayError(client.getPayment('../customers/x'));
+    expect(pathEscape.code).toBe('INVALID_REQUEST');
+    expect(sentBodies).toEqual([]);
+  });
+
+  it('maps an injected 5xx to a retryable error', async () => {
+    await control(baseUrl, 'POST', '/sim/faults', { apiErrorRate: 1 });
+    const error = await expectGatewayError(client.getCustomer(customerId));
+    expect(error).toMatchObject({ status: 500, code: 'internal_error', retryable: true });
+    const health = await client.health();
+    expect(health).toMatchObject({ ok: false, status: 500, retryable: true });
+  });
+
+  it('turns an injected hang into a retryable timeout within timeoutMs', async () => {
+    const timeoutMs = 300;
+    const impatient = createGatewayClient({ baseUrl, apiKey, timeoutMs });
+    await control(baseUrl, 'POST', '/sim/faults', { apiTimeoutRate: 1, apiHangMs: 2_000 });
+    const startedAt = performance.now();
+    const error = await expectGatewayError(impatient.getCustomer(customerId));
+    const elapsedMs = performance.now() - startedAt;
+    expect(error).toMatchObject({ code: 'TIMEOUT', status: null, retryable: true });
+    expect(elapsedMs).toBeGreaterThanOrEqual(timeoutMs - 20);
+    expect(elapsedMs).toBeLessThan(timeoutMs + 500);
+  });
+
+  it('maps a refused connection to a retryable network error, and a caller abort to ABORTED', async () => {
+    const nowhere = createGatewayClient({ baseUrl: 'http://127.0.0.1:9', apiKey, timeoutMs: 1_000 });
+    expect(await expectGatewayError(nowhere.getPayment('pay_1'))).toMatchObject({ code: 'NETWORK_ERROR', retryable: true, status: null });
+    const controller = new AbortController();
+    controller.abort();
+    expect(await expectGatewayError(client.getPayment('pay_1', { signal: controller.signal }))).toMatchObject({ code: 'ABORTED' });
+  });
+
+  it('reports health', async () => {
+    const health = await client.health();
+    expect(health.ok).toBe(true);
+  });
+});
+
+describe('gateway client: transfers and validation', () => {
+  it('APPROVED: the transfer goes DONE and TRANSFER_DONE arrives with the token header', async () => {
+    const transfer = await client.createTransfer({
+      idempotencyKey: unique('payout'),
+      amountMinor: 4_321n,
+      pixAddressKey: completeCpf('123456789'),
+      pixAddressKeyType: 'CPF',
+      description: 'redemption payout',
+      externalReference: unique('approve'),
+    });
+    expect(transfer).toMatchObject({ status: 'PENDING', amountMinor: 4_321n, feeMinor: 0n, failReason: null });
+    expect(transfer.id).toMatch(/^[0-9a-f-]{36}$/);
+    await receiver.waitFor(
+      () => receiver.events().some((e) => e.event === 'TRANSFER_DONE' && e.transfer?.id === transfer.id),
+      3_000,
+      'TRANSFER_DONE',
+    );
+    const validation = receiver.validations().find((v) => (v.body.transfer as { id: string }).id === transfer.id);
+    expect(validation?.body.type).toBe('TRANSFER');
+    expect(validation?.headers['gateway-access-token']).toBe(webhookToken);
+    const events = receiver.events().filter((e) => e.transfer?.id === transfer.id);
+    expect(events.map((e) => e.event)).toEqual(['TRANSFER_CREATED', 'TRANSFER_IN_BANK_PROCESSING', 'TRANSFER_DONE']);
+    expect(events.every((e) => e.headers['gateway-access-token'] === webhookToken)).toBe(true);
+    const done = await client.getTransfer(transfer.id);
+    expect(done).toMatchObject({ status: 'DONE', authorized: true });
+    expect(done.endToEndIdentifier).toMatch(/^E\d{20}[a-z0-9]{11}$/);
+  });
+
+  it('REFUSED: the transfer is CANCELLED at once with the reason', async () => {
+    const transfer = await client.createTransfer({
+      idempotencyKey: unique('payout'),
+      amountMinor: 100n,
+      pixAddressKey: '+5511987654321',
+      pixAddressKeyType: 'PHONE',
+      externalReference: unique('refuse'),
+    });
+    await receiver.waitFor(
+      () => receiver.events().some((e) => e.event === 'TRANSFER_CANCELLED' && e.transfer?.id === transfer.id),
+      3_000,
+      'TRANSFER_CANCELLED',
+    );
+    expect(await client.getTransfer(transfer.id)).toMatchObject({ status: 'CANCELLED', failReason: 'limit exceeded for this key' });
+    expect(receiver.validations().filter((v) => (v.body.transfer as { id: string }).id === transfer.id)).toHaveLength(1);
+  });
+
+  it('three failed validation attempts cancel the transfer', async () => {
+    const transfer = await client.createTransfer({
+      idempotencyKey: unique('payout'),
+      amountMinor: 100n,
+      pixAddressKey: '7d9f0335-8dcc-4054-9bf9-0dbd61d36906',
+      pixAddressKeyType: 'EVP',
+      externalReference: unique('fail'),
+    });
+    await receiver.waitFor(
+      () => receiver.events().some((e) => e.event === 'TRANSFER_CANCELLED' && e.transfer?.id === transfer.id),
+      3_000,
+      'TRANSFER_CANCELLED',
+    );
+    const attempts = receiver.validations().filter((v) => (v.body.transfer as { id: string }).id === transfer.id);
+    expect(attempts).toHaveLength(3);
+    const cancelled = await client.getTransfer(transfer.id);
+    expect(cancelled.status).toBe('CANCELLED');
+    expect(cancelled.failReason).toMatch(/3 attempts/);
+  });
+
+  it('returns the same transfer for the same idempotency key', async () => {
+    const input = {
+      idempotencyKey: gatewayIdempotencyKey('payout', unique('redemption')),
+      amountMinor: 200n,
+      pixAddressKey: 'someone@example.com',
+      pixAddressKeyType: 'EMAIL' as const,
+      externalReference: unique('approve'),
+    };
+    const first = await client.createTransfer(input);
+    const again = await client.createTransfer(input);
+    expect(again.id).toBe(first.id);
+    const state = await control(baseUrl, 'GET', '/sim/state?limit=1000');
+    const transfers = state.transfers as { externalReference: string }[];
+    expect(transfers.filter((t) => t.externalReference === input.externalReference)).toHaveLength(1);
+  });
+});
+
+describe('gateway client: webhooks and fault injection', () => {
+  async function paidCharge(reference: string): Promise<string> {
+    const payment = await client.createPayment({
+      idempotencyKey: unique('charge'),
+      customerId,
+      billingType: 'PIX',
+      amountMinor: 990n,
+      dueDate: dueInDays(1),
+      externalReference: reference,
+    });
+    await control(baseUrl, 'POST', `/sim/payments/${payment.id}/pay`);
+    return payment.id;
+  }
+
+  const eventsFor = (paymentId: string) => receiver.events().filter((e) => e.payment?.id === paymentId);
+
+  it('sends RECEIVED then CONFIRMED with the token, and they classify as payment events', async () => {
+    const paymentId = await paidCharge(unique('redemption'));
+    await receiver.waitFor(() => eventsFor(paymentId).length === 3, 3_000, 'three payment events');
+    expect(eventsFor(paymentId).map((e) => e.event)).toEqual(['PAYMENT_CREATED', 'PAYMENT_RECEIVED', 'PAYMENT_CONFIRMED']);
+    const raw = receiver.requests.find((r) => (r.body.payment as { id?: string } | undefined)?.id === paymentId && r.body.event === 'PAYMENT_RECEIVED');
+    expect(raw?.headers['gateway-access-token']).toBe(webhookToken);
+    const classified = classifyGatewayWebhookText(raw?.text ?? '');
+    expect(classified).toMatchObject({ kind: 'payment_event', event: 'PAYMENT_RECEIVED', payment: { id: paymentId, status: 'RECEIVED', amountMinor: 990n } });
+  });
+
+  it('delivers duplicated webhooks n times with the same event id', async () => {
+    await control(baseUrl, 'POST', '/sim/faults', { duplicateWebhooks: 3 });
+    const paymentId = await paidCharge(unique('redemption'));
+    await receiver.waitFor(() => eventsFor(paymentId).length === 9, 3_000, 'nine deliveries');
+    const received = eventsFor(paymentId).filter((e) => e.event === 'PAYMENT_RECEIVED');
+    expect(received).toHaveLength(3);
+    expect(new Set(received.map((e) => e.id)).size).toBe(1);
+  });
+
+  it('does not deliver dropped webhooks', async () => {
+    await control(baseUrl, 'POST', '/sim/faults', { dropWebhookRate: 1 });
+    const paymentId = await paidCharge(unique('redemption'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(eventsFor(paymentId)).toEqual([]);
+    const state = await control(baseUrl, 'GET', '/sim/state?limit=1000');
+    const dropped = (state.deliveries as { resourceId: string; outcome: string }[]).filter((d) => d.resourceId === paymentId);
+    expect(dropped.map((d) => d.outcome)).toEqual(['DROPPED', 'DROPPED', 'DROPPED']);
+  });
+
+  it('reorders webhooks: CONFIRMED arrives before RECEIVED', async () => {
+    await control(baseUrl, 'POST', '/sim/faults', { reorderWebhooks: true, reorderWindowMs: 100 });
+    const paymentId = await paidCharge(unique('redemption'));
+    await receiver.waitFor(() => eventsFor(paymentId).length === 3, 3_000, 'three payment events');
+    const order = eventsFor(paymentId).map((e) => e.event);
+    expect(order.indexOf('PAYMENT_CONFIRMED')).toBeLessThan(order.indexOf('PAYMENT_RECEIVED'));
+  });
+
+  it('lists and updates webhooks', async () => {
+    const hooks = await client.listWebhooks();
+    expect(hooks).toHaveLength(1);
+    expect(hooks[0]).toMatchObject({ id: 'wh_gateway', url: `${receiver.url}/webhook`, enabled: true, interrupted: false, penalizedRequestsCount: 0 });
+    expect(JSON.stringify(hooks)).not.toContain(webhookToken);
+    const updated = await client.updateWebhook('wh_gateway', { events: ['PAYMENT_RECEIVED', 'TRANSFER_DONE'] });
+    expect(updated.events).toEqual(['PAYMENT_RECEIVED', 'TRANSFER_DONE']);
+    const restored = await client.updateWebhook('wh_gateway', {
+      events: ['PAYMENT_CREATED', 'PAYMENT_RECEIVED', 'PAYMENT_CONFIRMED', 'PAYMENT_OVERDUE', 'PAYMENT_REFUNDED', 'PAYMENT_DELETED',
+        'TRANSFER_CREATED', 'TRANSFER_PENDING', 'TRANSFER_IN_BANK_PROCESSING', 'TRANSFER_DONE', 'TRANSFER_FAILED', 'TRANSFER_CANCELLED'],
+    });
+    expect(restored.events).toHaveLength(12);
+  });
+});

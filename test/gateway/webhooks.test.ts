@@ -1,0 +1,186 @@
+import { describe, expect, it } from 'vitest';
+import { paymentStatuses, transferStatuses, type PaymentStatus, type TransferStatus } from '../../gateway/types.ts';
+import {
+  classifyGatewayWebhook,
+  classifyGatewayWebhookText,
+  isFailedPaymentStatus,
+  isFinalPaymentStatus,
+  isFinalTransferStatus,
+  isPaidPaymentStatus,
+  paymentStatusByEvent,
+  paymentStatusRank,
+  shouldApplyPaymentStatus,
+  shouldApplyTransferStatus,
+  transferStatusByEvent,
+  transferValidationAnswerSchema,
+  type GatewayWebhookClassification,
+} from '../../gateway/webhooks.ts';
+import type { PaymentWire, TransferWire } from '../../gateway/wire.ts';
+
+const payment: PaymentWire = {
+  object: 'payment',
+  id: 'pay_0123456789abcdef',
+  dateCreated: '2026-11-22',
+  customer: 'cus_000000000001',
+  value: 12.34,
+  netValue: 11.35,
+  billingType: 'PIX',
+  status: 'RECEIVED',
+  dueDate: '2026-11-23',
+  originalDueDate: '2026-11-23',
+  paymentDate: '2026-11-22',
+  clientPaymentDate: '2026-11-22',
+  confirmedDate: null,
+  description: null,
+  externalReference: 'redemption-1',
+  invoiceUrl: 'https://sandbox.gateway-simulator.invalid/i/pay_0123456789abcdef',
+  bankSlipUrl: null,
+  nossoNumero: '1234567890',
+  deleted: false,
+};
+
+const transfer: TransferWire = {
+  object: 'transfer',
+  id: '5b2f3b40-6f7e-4c55-9a37-2f3c0e3b1c11',
+  type: 'PIX',
+  dateCreated: '2026-11-22',
+  value: 0.3,
+  netValue: 0.3,
+  transferFee: 0,
+  status: 'PENDING',
+  effectiveDate: null,
+  scheduleDate: null,
+  endToEndIdentifier: null,
+  authorized: null,
+  failReason: null,
+  transactionReceiptUrl: null,
+  operationType: 'PIX',
+  description: null,
+  externalReference: 'payout-1',
+  pixAddressKey: 'a@b.co',
+  pixAddressKeyType: 'EMAIL',
+};
+
+type Row = [name: string, body: unknown, expected: Partial<GatewayWebhookClassification> & { kind: GatewayWebhookClassification['kind'] }];
+
+describe('classifyGatewayWebhook', () => {
+  const rows: Row[] = [
+    ['payment event', { id: 'evt_1', event: 'PAYMENT_RECEIVED', dateCreated: '2026-11-22 10:00:00', payment }, { kind: 'payment_event', eventId: 'evt_1', event: 'PAYMENT_RECEIVED' }],
+    ['payment event with extra fields', { id: 'evt_2', event: 'PAYMENT_CONFIRMED', dateCreated: 'x', payment: { ...payment, status: 'CONFIRMED', anticipated: false }, extra: 1 }, { kind: 'payment_event', event: 'PAYMENT_CONFIRMED' }],
+    ['transfer event', { id: 'evt_3', event: 'TRANSFER_DONE', dateCreated: 'x', transfer: { ...transfer, status: 'DONE' } }, { kind: 'transfer_event', eventId: 'evt_3', event: 'TRANSFER_DONE' }],
+    ['transfer failed with reason', { id: 'evt_4', event: 'TRANSFER_FAILED', dateCreated: 'x', transfer: { ...transfer, status: 'FAILED', failReason: 'invalid key' } }, { kind: 'transfer_event', event: 'TRANSFER_FAILED' }],
+    ['transfer validation request', { type: 'TRANSFER', transfer }, { kind: 'transfer_validation' }],
+    ['other authorization type', { type: 'BILL', bill: {} }, { kind: 'unknown', type: 'BILL', eventId: null }],
+    ['unsupported event keeps the payment id as a hint', { id: 'evt_5', event: 'PAYMENT_ANTICIPATED', payment }, { kind: 'unknown', eventId: 'evt_5', event: 'PAYMENT_ANTICIPATED', paymentId: payment.id }],
+    ['payment event without payment', { id: 'evt_6', event: 'PAYMENT_RECEIVED', dateCreated: 'x' }, { kind: 'unknown', eventId: 'evt_6', paymentId: null }],
+    ['payment event with a float-polluted amount', { id: 'evt_7', event: 'PAYMENT_RECEIVED', dateCreated: 'x', payment: { ...payment, value: 0.1 + 0.2 } }, { kind: 'unknown', paymentId: payment.id }],
+    ['payment event with NaN amount (inexact JSON number)', { id: 'evt_8', event: 'PAYMENT_RECEIVED', dateCreated: 'x', payment: { ...payment, value: Number.NaN } }, { kind: 'unknown' }],
+    ['payment event with an unknown status', { id: 'evt_9', event: 'PAYMENT_RECEIVED', dateCreated: 'x', payment: { ...payment, status: 'TELEPORTED' } }, { kind: 'unknown' }],
+    ['transfer event under a payment name', { id: 'evt_10', event: 'PAYMENT_RECEIVED', dateCreated: 'x', transfer }, { kind: 'unknown', transferId: transfer.id }],
+    ['event is not a string', { id: 'evt_11', event: 42 }, { kind: 'unknown', event: null }],
+    ['neither event nor type', { id: 'evt_12' }, { kind: 'unknown', eventId: 'evt_12' }],
+    ['an array', [1, 2], { kind: 'unknown' }],
+    ['null', null, { kind: 'unknown' }],
+    ['a string', 'PAYMENT_RECEIVED', { kind: 'unknown' }],
+  ];
+
+  it.each(rows)('%s', (_name, body, expected) => {
+    expect(classifyGatewayWebhook(body)).toMatchObject(expected);
+  });
+
+  it('converts money to centavos', () => {
+    const result = classifyGatewayWebhook({ id: 'evt_1', event: 'PAYMENT_RECEIVED', dateCreated: 'x', payment });
+    expect(result.kind === 'payment_event' && [result.payment.amountMinor, result.payment.netAmountMinor]).toEqual([1234n, 1135n]);
+    const validation = classifyGatewayWebhook({ type: 'TRANSFER', transfer });
+    expect(validation.kind === 'transfer_validation' && validation.transfer.amountMinor).toBe(30n);
+  });
+
+  it('classifies raw text strictly: a number with more precision than a double holds is refused', () => {
+    const text = JSON.stringify({ id: 'evt_1', event: 'PAYMENT_RECEIVED', dateCreated: 'x', payment }).replace('"value":12.34', '"value":12.340000000000000001');
+    expect(classifyGatewayWebhookText(text)).toMatchObject({ kind: 'unknown', paymentId: payment.id });
+    expect(classifyGatewayWebhookText(JSON.stringify({ id: 'e', event: 'PAYMENT_RECEIVED', dateCreated: 'x', payment }))).toMatchObject({ kind: 'payment_event' });
+    expect(classifyGatewayWebhookText('{not json')).toMatchObject({ kind: 'unknown', reason: 'the body is not valid JSON' });
+    expect(classifyGatewayWebhookText('{"__proto__":{"x":1}}')).toMatchObject({ kind: 'unknown' });
+  });
+
+  it('parses validation answers', () => {
+    expect(transferValidationAnswerSchema.safeParse({ status: 'APPROVED' }).success).toBe(true);
+    expect(transferValidationAnswerSchema.safeParse({ status: 'REFUSED', refuseReason: 'no' }).success).toBe(true);
+    expect(transferValidationAnswerSchema.safeParse({ status: 'REFUSED' }).success).toBe(false);
+    expect(transferValidationAnswerSchema.safeParse({ status: 'MAYBE' }).success).toBe(false);
+  });
+});
+
+describe('payment status ordering', () => {
+  const rows: [current: PaymentStatus, next: PaymentStatus, apply: boolean][] = [
+    ['PENDING', 'RECEIVED', true],
+    ['PENDING', 'OVERDUE', true],
+    ['OVERDUE', 'RECEIVED', true],
+    ['RECEIVED', 'CONFIRMED', true],
+    ['CONFIRMED', 'RECEIVED', false],
+    ['RECEIVED', 'PENDING', false],
+    ['RECEIVED', 'OVERDUE', false],
+    ['CONFIRMED', 'REFUNDED', true],
+    ['REFUNDED', 'CONFIRMED', false],
+    ['REFUNDED', 'DELETED', false],
+    ['DELETED', 'RECEIVED', false],
+    ['PENDING', 'DELETED', true],
+    ['PENDING', 'PENDING', false],
+    ['REFUND_REQUESTED', 'REFUNDED', true],
+    ['REFUNDED', 'REFUNDED', false],
+  ];
+  it.each(rows)('%s -> %s applies: %s', (current, next, apply) => {
+    expect(shouldApplyPaymentStatus(current, next)).toBe(apply);
+  });
+
+  it('never leaves a final status, for every pair', () => {
+    for (const current of paymentStatuses) {
+      for (const next of paymentStatuses) {
+        if (isFinalPaymentStatus(current)) expect(shouldApplyPaymentStatus(current, next)).toBe(false);
+        if (shouldApplyPaymentStatus(current, next)) expect(paymentStatusRank(next)).toBeGreaterThan(paymentStatusRank(current));
+      }
+    }
+  });
+
+  it('classifies statuses', () => {
+    expect(paymentStatuses.filter(isFinalPaymentStatus)).toEqual(['REFUNDED', 'DELETED']);
+    expect(paymentStatuses.filter(isPaidPaymentStatus)).toEqual(['RECEIVED', 'RECEIVED_IN_CASH', 'DUNNING_RECEIVED', 'CONFIRMED']);
+    expect(paymentStatuses.filter(isFailedPaymentStatus)).toEqual(['OVERDUE', 'REFUNDED', 'DELETED']);
+  });
+
+  it('maps each event to the status it announces, in rank order of the lifecycle', () => {
+    expect(paymentStatusByEvent).toEqual({
+      PAYMENT_CREATED: 'PENDING',
+      PAYMENT_RECEIVED: 'RECEIVED',
+      PAYMENT_CONFIRMED: 'CONFIRMED',
+      PAYMENT_OVERDUE: 'OVERDUE',
+      PAYMENT_REFUNDED: 'REFUNDED',
+      PAYMENT_DELETED: 'DELETED',
+    });
+  });
+});
+
+describe('transfer status ordering', () => {
+  const rows: [current: TransferStatus, next: TransferStatus, apply: boolean][] = [
+    ['PENDING', 'BANK_PROCESSING', true],
+    ['PENDING', 'DONE', true],
+    ['PENDING', 'CANCELLED', true],
+    ['BANK_PROCESSING', 'DONE', true],
+    ['BANK_PROCESSING', 'FAILED', true],
+    ['BANK_PROCESSING', 'PENDING', false],
+    ['DONE', 'FAILED', false],
+    ['DONE', 'PENDING', false],
+    ['FAILED', 'DONE', false],
+    ['CANCELLED', 'DONE', false],
+    ['PENDING', 'PENDING', false],
+  ];
+  it.each(rows)('%s -> %s applies: %s', (current, next, apply) => {
+    expect(shouldApplyTransferStatus(current, next)).toBe(apply);
+  });
+
+  it('has exactly three final statuses, and events map onto statuses', () => {
+    expect(transferStatuses.filter(isFinalTransferStatus)).toEqual(['DONE', 'FAILED', 'CANCELLED']);
+    expect(transferStatusByEvent.TRANSFER_IN_BANK_PROCESSING).toBe('BANK_PROCESSING');
+    expect(transferStatusByEvent.TRANSFER_CREATED).toBe('PENDING');
+  });
+});
