@@ -1,13 +1,25 @@
 import type { Pool } from '../db/pool.ts';
+import type { GatewayClient } from '../gateway/index.ts';
 import { createLedgerActivities } from './ledger.ts';
+import { createReconciliationActivities } from './reconciliation.ts';
 import { createExpireSweepActivities, createPlcActivities } from './plc.ts';
+import { createRedemptionActivities } from './redemption.ts';
+import { createWebhookActivities } from './webhooks.ts';
 
 /** Every activity the worker registers, built from the dependencies handed in. */
-export function createActivities(deps: { pool: Pool }) {
+export interface ActivityDeps {
+  pool: Pool;
+  gateway: GatewayClient;
+}
+
+export function createActivities(deps: ActivityDeps) {
   return {
     ...createLedgerActivities(deps),
     ...createPlcActivities(deps),
+    ...createReconciliationActivities(deps),
     ...createExpireSweepActivities(deps),
+    ...createRedemptionActivities(deps),
+    ...createWebhookActivities(deps),
   };
 }
 

@@ -12,10 +12,13 @@ import { openapiPlugin } from './plugins/openapi.ts';
 import { requestIdFrom, requestIdPlugin } from './plugins/request-id.ts';
 import { adminLedgerRoutes } from './routes/admin-ledger.ts';
 import { adminPlcRoutes } from './routes/admin-plc.ts';
+import { adminReconcileRoutes } from './routes/admin-reconcile.ts';
 import { authRoutes } from './routes/auth.ts';
 import { balanceRoutes, promiseRoutes } from './routes/balance.ts';
 import { healthRoutes } from './routes/health.ts';
 import { plcRoutes } from './routes/plc.ts';
+import { redeemRoutes } from './routes/redeem.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 
 /** Largest request body accepted; a PLC with a full chain is a few tens of KiB at most. */
 export const bodyLimitBytes = 128 * 1024;
@@ -71,6 +74,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(adminLedgerRoutes, { prefix: '/api/v1/admin' });
   await app.register(plcRoutes, { prefix: '/api/v1' });
   await app.register(adminPlcRoutes, { prefix: '/api/v1/admin' });
+  await app.register(redeemRoutes, { prefix: '/api/v1' });
+  await app.register(webhookRoutes, { prefix: '/api/v1' });
+  await app.register(adminReconcileRoutes, { prefix: '/api/v1/admin/reconcile' });
 
   return app;
 }

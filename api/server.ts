@@ -1,5 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { createPool } from '../db/pool.ts';
+import { createGatewayClient } from '../gateway/index.ts';
 import { prepareDatabase, onShutdownSignal } from '../infra/bootstrap.ts';
 import { ConfigError, loadConfig } from '../infra/config.ts';
 import { createLogger } from '../infra/logger.ts';
@@ -25,7 +26,8 @@ async function main(): Promise<void> {
   await prepareDatabase(pool, config, logger);
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const app = await buildApp({ deps: { config, pool, temporal }, logger });
+  const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
+  const app = await buildApp({ deps: { config, pool, temporal, gateway }, logger });
   await app.listen({ host: config.HOST, port: config.PORT });
 
   onShutdownSignal(logger, async () => {

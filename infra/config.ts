@@ -61,6 +61,23 @@ export const configSchema = z
     RATE_LIMIT_TRANSFER_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),
     RATE_LIMIT_REDEEM_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(20),
 
+    /** The payment gateway (docs/gateway-wire-api.md); in development the simulator (npm run start:simulator). */
+    GATEWAY_BASE_URL: z.string().url().default('http://127.0.0.1:8010'),
+    GATEWAY_API_KEY: z.string().min(1).max(255).default('sim-api-key'),
+    /** The token the gateway sends in `gateway-access-token` on every webhook. */
+    GATEWAY_WEBHOOK_TOKEN: z.string().min(8).max(255).default('sim-webhook-token'),
+    GATEWAY_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+    /** Token required on POST /api/v1/webhooks/supabase (header `x-webhook-token`); unset refuses every call. */
+    SUPABASE_WEBHOOK_TOKEN: z.string().min(8).max(255).optional(),
+    /** How long a redemption waits for the gateway's transfer webhook before asking the gateway itself. */
+    REDEMPTION_WEBHOOK_WAIT_MS: z.coerce.number().int().min(100).max(86_400_000).default(600_000),
+    /** How long a charge waits for payment after its due date before it is failed. */
+    CHARGE_DUE_DAYS: z.coerce.number().int().min(1).max(60).default(3),
+    /** Testing only: how long a charge waits for its payment instead of until its due date. Refused in production. */
+    CHARGE_WAIT_OVERRIDE_MS: z.coerce.number().int().min(100).max(7 * 86_400_000).optional(),
+    /** The /api/v1/dev/ simulation endpoints: on outside production unless set; never in production. */
+    DEV_ENDPOINTS_ENABLED: booleanFromEnv.optional(),
+
     /** Offers /docs (the interactive OpenAPI page); on by default. */
     API_DOCS_ENABLED: booleanFromEnv.default(true),
   })
@@ -70,6 +87,19 @@ export const configSchema = z
         if (config[key] === undefined) {
           ctx.addIssue({ code: 'custom', path: [key], message: 'is required when APP_ENV=production' });
         }
+      }
+    }
+    if (config.APP_ENV === 'production') {
+      for (const key of ['GATEWAY_API_KEY', 'GATEWAY_WEBHOOK_TOKEN'] as const) {
+        if (config[key].startsWith('sim-')) {
+          ctx.addIssue({ code: 'custom', path: [key], message: 'must be set to the real gateway credential when APP_ENV=production' });
+        }
+      }
+      if (config.DEV_ENDPOINTS_ENABLED === true) {
+        ctx.addIssue({ code: 'custom', path: ['DEV_ENDPOINTS_ENABLED'], message: 'must be false when APP_ENV=production' });
+      }
+      if (config.CHARGE_WAIT_OVERRIDE_MS !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['CHARGE_WAIT_OVERRIDE_MS'], message: 'is for testing only and refused when APP_ENV=production' });
       }
     }
     if (config.APP_ENV === 'production' && config.PLC_EXPIRY_OVERRIDE_MS !== undefined) {
@@ -109,4 +139,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /** Config fields that must never reach a log line. */
-export const secretConfigKeys = ['JWT_SECRET', 'ADMIN_PASSWORD', 'DATABASE_URL'] as const;
+export const secretConfigKeys = ['JWT_SECRET', 'ADMIN_PASSWORD', 'DATABASE_URL', 'GATEWAY_API_KEY', 'GATEWAY_WEBHOOK_TOKEN', 'SUPABASE_WEBHOOK_TOKEN'] as const;
+
+export function devEndpointsEnabled(config: Config): boolean {
+  return config.DEV_ENDPOINTS_ENABLED ?? config.APP_ENV !== 'production';
+}

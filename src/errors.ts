@@ -37,6 +37,15 @@ export const errorCodes = [
   'SIGNATURE_INVALID',
   'AUTHORIZATION_STALE',
   'RISK_FLAG_NOT_FOUND',
+  // Settlement
+  'PLC_ALREADY_REDEEMED',
+  'PLC_NOT_REDEEMABLE',
+  'NOT_CURRENT_BEARER',
+  'UNSUPPORTED_RAIL',
+  'GATEWAY_UNAVAILABLE',
+  'GATEWAY_REFUSED',
+  'WEBHOOK_UNAUTHORIZED',
+  'CHARGE_NOT_FOUND',
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

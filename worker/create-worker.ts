@@ -1,6 +1,7 @@
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
 import type { Pool } from '../db/pool.ts';
+import type { GatewayClient } from '../gateway/index.ts';
 import { workflowsPath } from './workflows-path.ts';
 
 export interface CreateWorkerOptions {
@@ -8,6 +9,7 @@ export interface CreateWorkerOptions {
   namespace: string;
   taskQueue: string;
   pool: Pool;
+  gateway: GatewayClient;
   /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
   workflowBundlePath?: string;
   shutdownGraceTimeMs?: number;
@@ -24,7 +26,7 @@ export function createWorker(options: CreateWorkerOptions): Promise<Worker> {
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...workflowSource,
-    activities: createActivities({ pool: options.pool }),
+    activities: createActivities({ pool: options.pool, gateway: options.gateway }),
     // Running activities get this long to finish on shutdown; each money movement is one
     // database transaction, so a cut-off activity has booked all or nothing and is retried.
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 30_000,

@@ -1,5 +1,6 @@
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createPool } from '../db/pool.ts';
+import { createGatewayClient } from '../gateway/index.ts';
 import { prepareDatabase } from '../infra/bootstrap.ts';
 import { ConfigError, loadConfig } from '../infra/config.ts';
 import { createLogger } from '../infra/logger.ts';
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       pool,
+      gateway: createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS }),
       shutdownGraceTimeMs: config.SHUTDOWN_GRACE_MS,
     });
     logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');

@@ -2,3 +2,6 @@
 export { depositWorkflow, bookDepositUpdate } from './deposit.ts';
 export { expireTokensWorkflow } from './expire-sweep.ts';
 export { plcWorkflow, issuePlcUpdate, cancelPlcUpdate, plcTransferredSignal, plcRedemptionFinishedSignal } from './plc.ts';
+export { reconciliationWorkflow } from './reconciliation.ts';
+export { redemptionWorkflow, openRedemptionUpdate, transferEventSignal } from './redemption.ts';
+export { webhookEventWorkflow } from './webhook-event.ts';

@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Pool } from '../../db/pool.ts';
+import type { GatewayClient } from '../../gateway/index.ts';
 import type { Config } from '../../infra/config.ts';
 
 /**
@@ -12,6 +13,7 @@ export interface AppDeps {
   config: Config;
   pool: Pool;
   temporal: Client;
+  gateway: GatewayClient;
 }
 
 declare module 'fastify' {

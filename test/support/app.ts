@@ -8,6 +8,7 @@ import { ensureAdminUser, type AdminRole } from '../../db/admin-users.ts';
 import { loadConfig, type Config } from '../../infra/config.ts';
 import { hashPassword } from '../../infra/passwords.ts';
 import { createWorker } from '../../worker/create-worker.ts';
+import { createGatewayClient } from '../../gateway/index.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 
 export interface TestApp {
@@ -41,7 +42,8 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
   });
   const connection = await Connection.connect({ address: inject('temporalAddress') });
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const app = await buildApp({ deps: { config, pool: db.pool, temporal }, logger: false });
+  const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
+  const app = await buildApp({ deps: { config, pool: db.pool, temporal, gateway }, logger: false });
   const workers: { worker: Worker; running: Promise<void>; connection: NativeConnection }[] = [];
 
   return {
@@ -57,6 +59,7 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue,
         pool: db.pool,
+        gateway,
         workflowBundlePath: inject('workflowBundlePath'),
         shutdownGraceTimeMs: 2000,
       });

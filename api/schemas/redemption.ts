@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import { plcJsonSchema, redeemAuthorizationJsonSchema } from '../../src/protocol/index.ts';
+import { amountSchema, currencySchema } from './money.ts';
+
+export const redeemPlcRequest = z
+  .strictObject({ plc: plcJsonSchema, authorization: redeemAuthorizationJsonSchema })
+  .describe('RedeemPLCRequest: the PLC with its full chain and the bearer-signed redeem authorisation (docs/protocol.md)');
+
+export const settlementRequest = z
+  .strictObject({
+    plc_id: z.string().uuid(),
+    plc_payload: z.string().max(180_000).describe('the full PLC JSON, base64-encoded'),
+    settlement_rail: z.literal('pix'),
+    destination: z.strictObject({ pix_key: z.string().min(1).max(77) }),
+    bearer_signature: z.string().regex(/^[0-9a-f]{128}$/, 'expected 128 lowercase hex digits'),
+    timestamp_ms: z.number().int().min(0).describe('the signed timestamp of the redeem authorisation, ms since the epoch'),
+  })
+  .describe('The protocol-level settlement request: the redeem authorisation spelled out field by field');
+
+export const redemptionStatusSchema = z.enum(['PENDING_PAYMENT', 'SETTLED', 'FAILED']).meta({ id: 'RedemptionStatus' });
+
+export const redemptionResponse = z
+  .object({
+    redemption_id: z.string().uuid(),
+    token_id: z.string().uuid(),
+    status: redemptionStatusSchema,
+    amount: amountSchema,
+    fee: amountSchema,
+    currency: currencySchema,
+    bearer_pubkey: z.string(),
+    rail: z.literal('pix'),
+    destination_masked: z.string(),
+    gateway_transfer_id: z.string().nullable(),
+    gateway_status: z.string().nullable(),
+    failure_reason: z.string().nullable(),
+    workflow_id: z.string(),
+    created_at: z.string(),
+    finished_at: z.string().nullable(),
+  })
+  .meta({ id: 'RedeemPLCResponse' });

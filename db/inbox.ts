@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import type { Queryable } from './pool.ts';
+import { exec, maybeOne, one } from './sql.ts';
+
+/**
+ * The inbound webhook inbox: every body stored exactly as received, unique by (provider,
+ * event_id), before anything acts on it. A duplicate is counted and acknowledged, never processed
+ * twice; an event whose processing keeps failing ends DEAD and can be reprocessed.
+ */
+
+export const inboxStatuses = ['RECEIVED', 'PROCESSING', 'PROCESSED', 'IGNORED', 'DEAD'] as const;
+export type InboxStatus = (typeof inboxStatuses)[number];
+
+export const inboxRow = z.object({
+  id: z.string().uuid(),
+  provider: z.enum(['gateway', 'supabase']),
+  endpoint: z.string(),
+  event_id: z.string(),
+  event_type: z.string().nullable(),
+  raw_body: z.string(),
+  status: z.enum(inboxStatuses),
+  attempts: z.number().int(),
+  last_error: z.string().nullable(),
+  duplicates: z.number().int(),
+  result: z.unknown().nullable(),
+  received_at: z.date(),
+  processed_at: z.date().nullable(),
+});
+export type InboxRow = z.infer<typeof inboxRow>;
+
+const columns = 'id, provider, endpoint, event_id, event_type, raw_body, status, attempts, last_error, duplicates, result, received_at, processed_at';
+
+export async function storeInboxEvent(
+  db: Queryable,
+  event: { provider: 'gateway' | 'supabase'; endpoint: string; eventId: string; eventType: string | null; rawBody: string },
+): Promise<{ row: InboxRow; duplicate: boolean }> {
+  const row = await one(db, inboxRow.extend({ inserted: z.boolean() }), {
+    name: 'inbox-store',
+    text: `INSERT INTO webhook_inbox AS w (provider, endpoint, event_id, event_type, raw_body)
+           VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (provider, event_id) DO UPDATE SET duplicates = w.duplicates + 1
+           RETURNING ${columns}, (xmax = 0) AS inserted`,
+    values: [event.provider, event.endpoint, event.eventId, event.eventType, event.rawBody],
+  });
+  const { inserted, ...stored } = row;
+  return { row: stored, duplicate: !inserted };
+}
+
+export function getInboxEvent(db: Queryable, id: string): Promise<InboxRow | null> {
+  return maybeOne(db, inboxRow, { name: 'inbox-get', text: `SELECT ${columns} FROM webhook_inbox WHERE id = $1`, values: [id] });
+}
+
+/** Claims an event for one processing attempt; PROCESSED and IGNORED events are never claimed again. */
+export function claimInboxEvent(db: Queryable, id: string): Promise<InboxRow | null> {
+  return maybeOne(db, inboxRow, {
+    name: 'inbox-claim',
+    text: `UPDATE webhook_inbox SET status = 'PROCESSING', attempts = attempts + 1
+            WHERE id = $1 AND status IN ('RECEIVED', 'PROCESSING', 'DEAD') RETURNING ${columns}`,
+    values: [id],
+  });
+}
+
+export async function finishInboxEvent(
+  db: Queryable,
+  id: string,
+  outcome: { status: 'PROCESSED' | 'IGNORED' | 'DEAD'; result?: unknown; error?: string },
+): Promise<void> {
+  await exec(db, {
+    name: 'inbox-finish',
+    text: `UPDATE webhook_inbox SET status = $2, result = $3, last_error = $4, processed_at = now()
+            WHERE id = $1 AND status NOT IN ('PROCESSED', 'IGNORED')`,
+    values: [id, outcome.status, outcome.result === undefined ? null : JSON.stringify(outcome.result), outcome.error?.slice(0, 1000) ?? null],
+  });
+}

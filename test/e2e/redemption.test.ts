@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findViolations } from '../../db/ledger.ts';
+import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import type { Plc } from '../../src/protocol/index.ts';
+
+/**
+ * Redemption end to end: API -> redemption workflow -> gateway simulator (Pix transfer, the
+ * validation request, the TRANSFER_DONE webhook) -> settlement, with real Temporal and PostgreSQL.
+ */
+let h: SettlementHarness;
+const device = { 'x-device-id': 'device-e2e' };
+const pixKey = '123e4567-e89b-42d3-a456-556642440000';
+
+beforeAll(async () => {
+  h = await startSettlementHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function fund(wallet: TestWallet, amount: string) {
+  const response = await h.t.app.inject({
+    method: 'POST',
+    url: '/api/v1/balance/deposit',
+    headers: { ...h.admin, 'idempotency-key': randomUUID() },
+    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
+  });
+  expect(response.statusCode).toBe(200);
+}
+
+async function balance(wallet: TestWallet | string) {
+  const owner = typeof wallet === 'string' ? wallet : wallet.pubkey;
+  return (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${owner}` })).json();
+}
+
+const redeem = (body: object) => h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: body });
+
+async function issued(issuer: TestWallet, amountMinor: bigint): Promise<Plc> {
+  const plc = issue(issuer, { amountMinor });
+  const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
+  expect(response.statusCode).toBe(200);
+  return plc;
+}
+
+describe('redemption through the gateway', () => {
+  it('issue, three offline hops, redeem: SETTLED, PLC REDEEMED, balances as the money model says, one transfer', async () => {
+    const [a, b, c, d] = [newWallet(), newWallet(), newWallet(), newWallet()];
+    await fund(a, '100.00');
+    const plc0 = await issued(a, 2500n);
+    const plc3 = hop(hop(hop(plc0, a, b), b, c), c, d);
+    const response = await redeem(redeemBody(plc3, d, pixKey));
+    expect(response.statusCode).toBe(200);
+    const opened = response.json();
+    expect(opened).toMatchObject({ status: 'PENDING_PAYMENT', amount: '25.00', bearer_pubkey: d.pubkey, rail: 'pix' });
+    expect(await balance(a)).toMatchObject({ available: '75.00', promised: '0.00' });
+    const result = await h.t.temporal.workflow.getHandle(opened.workflow_id).result();
+    expect(result).toMatchObject({ status: 'SETTLED', state: { status: 'SETTLED' } });
+    const status = await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` });
+    expect(status.json()).toMatchObject({ status: 'REDEEMED', chain_length: 3, bearer_pubkey: d.pubkey });
+    expect(await balance(d)).toMatchObject({ available: '0.00', pending: '0.00' });
+    expect(await balance(a)).toMatchObject({ available: '75.00', promised: '0.00' });
+    const world = await h.t.db.pool.query(
+      `SELECT b.amount_minor FROM ledger_balances b JOIN ledger_accounts a ON a.id = b.account_id
+        WHERE a.owner_id = 'system:world' AND b.bucket = 'AVAILABLE' AND b.currency = 'BRL'`,
+    );
+    expect(world.rows[0].amount_minor).toBe(-10000n + 2500n);
+    const transfers = h.simulator.state.snapshot(100).transfers.filter((tr) => tr.externalReference === opened.redemption_id);
+    expect(transfers).toHaveLength(1);
+    expect(transfers[0]).toMatchObject({ status: 'DONE' });
+    // A second redemption of the same PLC is refused.
+    const again = await redeem(redeemBody(plc3, d, pixKey));
+    expect(again.statusCode).toBe(409);
+    expect(again.json()).toMatchObject({ code: 'PLC_ALREADY_REDEEMED' });
+    const transactions = (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${d.pubkey}/transactions` })).json();
+    expect(transactions.map((tx: { tx_type: string }) => tx.tx_type).sort()).toEqual(['REDEEM_REQUESTED', 'REDEEM_SETTLED']);
+    expect(await findViolations(h.t.db.pool)).toEqual([]);
+  });
+
+  it('the same PLC redeemed concurrently through two forks by many requests pays out exactly once', async () => {
+    const [a, b, m, n] = [newWallet(), newWallet(), newWallet(), newWallet()];
+    await fund(a, '10.00');
+    const plc0 = await issued(a, 700n);
+    const plc1 = hop(plc0, a, b);
+    // b spends the same state twice, offline: two forks, each held by a different bearer.
+    const forkM = hop(plc1, b, m);
+    const forkN = hop(plc1, b, n);
+    const bodies = Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? redeemBody(forkM, m, pixKey) : redeemBody(forkN, n, pixKey)));
+    const responses = await Promise.all(bodies.map((body) => redeem(body)));
+    const statuses = responses.map((response) => response.statusCode);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(1);
+    for (const response of responses) {
+      if (response.statusCode !== 200) {
+        expect(response.statusCode).toBe(409);
+        expect(['PLC_ALREADY_REDEEMED', 'DOUBLE_SPEND_DETECTED']).toContain(response.json().code);
+      }
+    }
+    const winner = responses.find((response) => response.statusCode === 200)?.json();
+    await h.t.temporal.workflow.getHandle(winner.workflow_id).result();
+    const payouts = h.simulator.state.snapshot(500).transfers.filter((tr) => tr.description === `PLC ${plc0.commitment.tokenId}`);
+    expect(payouts).toHaveLength(1);
+    expect(await balance(a)).toMatchObject({ available: '3.00', promised: '0.00' });
+    expect(await findViolations(h.t.db.pool)).toEqual([]);
+  });
+
+  it('a transfer refused at validation fails the redemption and reverts the PLC, which can be redeemed again', async () => {
+    const [a, b] = [newWallet(), newWallet()];
+    await fund(a, '10.00');
+    const plc0 = await issued(a, 300n);
+    const plc1 = hop(plc0, a, b);
+    // A transfer whose amount the validation will not recognise: tamper the expected amount.
+    const response = await redeem(redeemBody(plc1, b, pixKey));
+    expect(response.statusCode).toBe(200);
+    const opened = response.json();
+    await h.t.db.pool.query(`UPDATE redemptions SET destination = 'someone-else@example.com' WHERE id = $1`, [opened.redemption_id]);
+    const result = await h.t.temporal.workflow.getHandle(opened.workflow_id).result();
+    expect(result).toMatchObject({ status: 'FAILED' });
+    const status = (await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` })).json();
+    expect(status).toMatchObject({ status: 'TRANSFERRED', redemption_in_flight: false });
+    expect(await balance(a)).toMatchObject({ available: '7.00', promised: '3.00' });
+    expect(await balance(b)).toMatchObject({ pending: '0.00' });
+    await h.t.db.pool.query(`UPDATE redemptions SET destination = $2 WHERE id = $1`, [opened.redemption_id, pixKey]);
+    const retry = await redeem(redeemBody(plc1, b, pixKey));
+    expect(retry.statusCode).toBe(200);
+    expect(await h.t.temporal.workflow.getHandle(retry.json().workflow_id).result()).toMatchObject({ status: 'SETTLED' });
+    expect(await findViolations(h.t.db.pool)).toEqual([]);
+  });
+
+  it('refuses a redeem signed by a former bearer, with a stale timestamp, or to an invalid Pix key', async () => {
+    const [a, b, c] = [newWallet(), newWallet(), newWallet()];
+    await fund(a, '10.00');
+    const plc0 = await issued(a, 100n);
+    const plc1 = hop(plc0, a, b);
+    const plc2 = hop(plc1, b, c);
+    await h.t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(plc2) } });
+    const former = await redeem(redeemBody(plc1, b, pixKey));
+    expect(former.statusCode).toBe(409);
+    expect(former.json()).toMatchObject({ code: 'NOT_CURRENT_BEARER' });
+    const stale = await redeem(redeemBody(plc2, c, pixKey, Date.now() - 3600_000));
+    expect(stale.statusCode).toBe(422);
+    const badKey = await redeem(redeemBody(plc2, c, 'not a pix key'));
+    expect(badKey.statusCode).toBe(422);
+    expect(await balance(c)).toMatchObject({ pending: '0.00' });
+    const flags = (await h.t.app.inject({ method: 'GET', url: '/api/v1/admin/risk-flags?severity=medium', headers: h.admin })).json();
+    expect(flags.some((flag: { flag_type: string; subject_pubkey: string }) => flag.flag_type === 'DOUBLE_REDEMPTION_ATTEMPT' && flag.subject_pubkey === b.pubkey)).toBe(true);
+  });
+});

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import { createSimulator, type Simulator } from '../../simulator/app.ts';
+import { freePort } from '../../infra/temporal-dev-server.ts';
+import {
+  bytesToHex,
+  chainHeadHash,
+  currentBearer,
+  plcToJson,
+  redeemAuthorizationToJson,
+  signRedeem,
+  type Plc,
+} from '../../src/protocol/index.ts';
+import { createTestApp, type TestApp } from './app.ts';
+import type { TestWallet } from './wallet.ts';
+
+/**
+ * The service listening on a real port, the gateway simulator beside it, and each pointed at the
+ * other: what the end-to-end settlement tests run against.
+ */
+export interface SettlementHarness {
+  t: TestApp;
+  simulator: Simulator;
+  appUrl: string;
+  admin: Record<string, string>;
+  close(): Promise<void>;
+}
+
+export async function startSettlementHarness(overrides: Record<string, string> = {}, simulatorOptions: Parameters<typeof createSimulator>[0] = {}): Promise<SettlementHarness> {
+  const simulatorPort = await freePort();
+  const webhookToken = `test-token-${randomUUID()}`;
+  const t = await createTestApp({
+    GATEWAY_BASE_URL: `http://127.0.0.1:${simulatorPort}`,
+    GATEWAY_API_KEY: 'test-api-key',
+    GATEWAY_WEBHOOK_TOKEN: webhookToken,
+    GATEWAY_TIMEOUT_MS: '2000',
+    REDEMPTION_WEBHOOK_WAIT_MS: '3000',
+    RATE_LIMIT_PLC_PER_MINUTE: '100000',
+    RATE_LIMIT_TRANSFER_PER_MINUTE: '100000',
+    RATE_LIMIT_REDEEM_PER_MINUTE: '100000',
+    ...overrides,
+  });
+  await t.startWorker();
+  const appUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
+  const simulator = await createSimulator({
+    host: '127.0.0.1',
+    port: simulatorPort,
+    apiKey: 'test-api-key',
+    webhookUrl: `${appUrl}/api/v1/redemption/webhook/gateway`,
+    validationUrl: `${appUrl}/api/v1/webhooks/transfer/validate`,
+    webhookToken,
+    validationDelayMs: 100,
+    webhookRetryBaseMs: 50,
+    webhookRetryMaxMs: 500,
+    seed: 42,
+    ...simulatorOptions,
+  });
+  await simulator.listen();
+  const admin = await t.adminHeaders();
+  return {
+    t,
+    simulator,
+    appUrl,
+    admin,
+    async close() {
+      await simulator.close();
+      await t.close();
+    },
+  };
+}
+
+export function redeemBody(plc: Plc, bearer: TestWallet, pixKey: string, timestampMs: number = Date.now()) {
+  if (bytesToHex(currentBearer(plc)) !== bearer.pubkey) throw new Error('redeemBody: not the bearer');
+  const authorization = signRedeem(
+    { tokenId: plc.commitment.tokenId, headHash: chainHeadHash(plc), settlementRail: 'pix', destination: pixKey, timestampMs },
+    bearer.keys.secretKey,
+  );
+  return { plc: plcToJson(plc), authorization: redeemAuthorizationToJson(authorization) };
+}

@@ -1,0 +1,141 @@
+import {
+  allHandlersFinished,
+  condition,
+  defineSignal,
+  defineUpdate,
+  getExternalWorkflowHandle,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { OpenRedemptionInput, PayoutStatus, RedemptionActivities, RedemptionState } from '../activities/redemption.ts';
+import { failureType } from './failure-type.ts';
+import { plcRedemptionFinishedSignal } from './plc.ts';
+import { businessStatusKey, referenceIdKey } from './search-attributes.ts';
+
+/**
+ * A redemption (`redemption-<id>`): the payout of a PLC to its bearer. The API starts it with
+ * update-with-start; the first update opens the redemption (the double-spend guard and issuer
+ * PROMISED -> bearer PENDING) in a local activity and answers. Then the workflow creates the Pix
+ * payout at the gateway (idempotent by the redemption id, so a retry or an operator's re-run
+ * never pays twice), waits for the transfer's webhook (a signal), asks the gateway itself when
+ * none comes in time, and settles (PENDING -> world, fees) or fails (PENDING -> issuer PROMISED,
+ * the PLC redeemable again). It tells the PLC's workflow either way.
+ */
+
+const local = proxyLocalActivities<RedemptionActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { maximumAttempts: 5, initialInterval: '100 milliseconds', maximumInterval: '2 seconds' },
+});
+const activities = proxyActivities<RedemptionActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2, maximumAttempts: 20 },
+});
+
+export const openRedemptionUpdate = defineUpdate<{ created: boolean; state: RedemptionState }, [OpenRedemptionInput]>('openRedemption');
+/** A transfer event from the gateway's webhook (delivered possibly late, twice or out of order). */
+export const transferEventSignal = defineSignal<[{ eventId: string; transferId: string; status: string; failReason: string | null }]>(
+  'transferEvent',
+);
+
+export interface RedemptionWorkflowInput {
+  redemptionId: string;
+  tokenId: string;
+  /** How long to wait for a webhook before asking the gateway. */
+  webhookWaitMs: number;
+}
+
+export type RedemptionWorkflowResult = { status: 'REFUSED'; code: string } | { status: 'SETTLED' | 'FAILED'; state: RedemptionState };
+
+/** Bound on wait-then-ask rounds: with the default 10-minute wait, about 8 hours. */
+const pollRoundsMax = 48;
+
+export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promise<RedemptionWorkflowResult> {
+  let opening: Promise<{ created: boolean; state: RedemptionState }> | undefined;
+  let opened: RedemptionState | undefined;
+  let refusedCode: string | undefined;
+  let outcome: Extract<PayoutStatus, { final: true }> | undefined;
+
+  const setStatus = (status: string): void => upsertSearchAttributes([{ key: businessStatusKey, value: status }]);
+
+  setHandler(
+    openRedemptionUpdate,
+    async (request) => {
+      opening ??= local.openRedemption(request);
+      try {
+        const result = await opening;
+        opened = result.state;
+        return result;
+      } catch (error) {
+        refusedCode ??= failureType(error);
+        throw error;
+      }
+    },
+    {
+      validator: (request) => {
+        if (request.redemptionId !== input.redemptionId || request.tokenId !== input.tokenId) {
+          throw new Error('the update does not belong to this redemption');
+        }
+      },
+    },
+  );
+
+  setHandler(transferEventSignal, (event) => {
+    // Only a final status counts, and the first final status wins: a late PENDING or a
+    // duplicated event never moves the outcome backwards.
+    if (outcome !== undefined) return;
+    if (event.status === 'DONE') outcome = { final: true, done: true, gatewayStatus: 'DONE', failReason: null };
+    else if (event.status === 'FAILED' || event.status === 'CANCELLED') {
+      outcome = { final: true, done: false, gatewayStatus: event.status, failReason: event.failReason ?? event.status };
+    }
+  });
+
+  if (!(await condition(() => opened !== undefined || refusedCode !== undefined, '5 minutes'))) refusedCode = 'NO_OPEN_UPDATE';
+  if (opened === undefined) {
+    await condition(allHandlersFinished);
+    return { status: 'REFUSED', code: refusedCode ?? 'UNKNOWN' };
+  }
+  setStatus(opened.status);
+
+  if (opened.status === 'PENDING_PAYMENT') {
+    const created = await activities.createPayout({ redemptionId: input.redemptionId });
+    if (created.transferId !== null) upsertSearchAttributes([{ key: referenceIdKey, value: created.transferId }]);
+    if (created.status.final) outcome ??= created.status;
+    for (let round = 0; round < pollRoundsMax && outcome === undefined; round += 1) {
+      if (await condition(() => outcome !== undefined, input.webhookWaitMs)) break;
+      const status = await activities.readPayoutStatus({ redemptionId: input.redemptionId });
+      if (status.final) outcome ??= status;
+    }
+  } else {
+    outcome = {
+      final: true,
+      done: opened.status === 'SETTLED',
+      gatewayStatus: opened.gatewayStatus ?? opened.status,
+      failReason: opened.failureReason,
+    };
+  }
+  if (outcome === undefined) {
+    // No answer from the gateway in all that time: leave the money in PENDING for the operator
+    // (pending-transfers reconciliation) rather than guess.
+    setStatus('PENDING_PAYMENT_STALLED');
+    await condition(allHandlersFinished);
+    return { status: 'FAILED', state: opened };
+  }
+  const state = await activities.finishRedemption({
+    redemptionId: input.redemptionId,
+    done: outcome.done,
+    gatewayStatus: outcome.gatewayStatus,
+    failReason: outcome.failReason,
+  });
+  setStatus(state.status);
+  try {
+    await getExternalWorkflowHandle(`plc-${input.tokenId}`).signal(plcRedemptionFinishedSignal, {
+      status: state.status === 'SETTLED' ? 'REDEEMED' : 'REVERTED',
+    });
+  } catch {
+    // The PLC's workflow has ended (its expiry ran first, or it was never kept): nothing to tell.
+  }
+  await condition(allHandlersFinished);
+  return { status: state.status === 'SETTLED' ? 'SETTLED' : 'FAILED', state };
+}

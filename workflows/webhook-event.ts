@@ -1,0 +1,44 @@
+import { ActivityFailure, getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
+import type { WebhookActivities } from '../activities/webhooks.ts';
+import { paymentEventSignal } from './charge-signals.ts';
+import { transferEventSignal } from './redemption.ts';
+
+/**
+ * Processing of one stored webhook (`webhook-<provider>-<event_id>`; the id makes a duplicate
+ * delivery start nothing). Route it, signal the workflow it is about, record the outcome. When
+ * routing keeps failing, the event ends DEAD in the inbox, from where an operator reprocesses it.
+ */
+const { routeInboxEvent } = proxyActivities<WebhookActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', backoffCoefficient: 2, maximumAttempts: 8 },
+});
+const { finishInboxEvent } = proxyActivities<WebhookActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
+});
+
+export async function webhookEventWorkflow(input: { inboxId: string }): Promise<string> {
+  let route;
+  try {
+    route = await routeInboxEvent({ inboxId: input.inboxId });
+  } catch (error) {
+    const message = error instanceof ActivityFailure ? (error.cause?.message ?? error.message) : String(error);
+    await finishInboxEvent({ inboxId: input.inboxId, status: 'DEAD', error: message });
+    return 'DEAD';
+  }
+  if (route.kind === 'ignore') {
+    await finishInboxEvent({ inboxId: input.inboxId, status: 'IGNORED', result: { reason: route.reason } });
+    return 'IGNORED';
+  }
+  try {
+    const handle = getExternalWorkflowHandle(route.workflowId);
+    if (route.signal === 'transferEvent') await handle.signal(transferEventSignal, route.payload);
+    else await handle.signal(paymentEventSignal, route.payload);
+  } catch {
+    // The target has finished: its outcome is final and this late event cannot move it.
+    await finishInboxEvent({ inboxId: input.inboxId, status: 'IGNORED', result: { reason: `${route.workflowId} has finished`, route } });
+    return 'IGNORED';
+  }
+  await finishInboxEvent({ inboxId: input.inboxId, status: 'PROCESSED', result: { signalled: route.workflowId, signal: route.signal } });
+  return 'PROCESSED';
+}
