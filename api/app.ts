@@ -19,6 +19,8 @@ import { healthRoutes } from './routes/health.ts';
 import { plcRoutes } from './routes/plc.ts';
 import { redeemRoutes } from './routes/redeem.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
+import { devRoutes } from './routes/dev.ts';
+import { devEndpointsEnabled } from '../infra/config.ts';
 
 /** Largest request body accepted; a PLC with a full chain is a few tens of KiB at most. */
 export const bodyLimitBytes = 128 * 1024;
@@ -76,6 +78,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(adminPlcRoutes, { prefix: '/api/v1/admin' });
   await app.register(redeemRoutes, { prefix: '/api/v1' });
   await app.register(webhookRoutes, { prefix: '/api/v1' });
+  if (devEndpointsEnabled(options.deps.config)) await app.register(devRoutes, { prefix: '/api/v1/dev' });
   await app.register(adminReconcileRoutes, { prefix: '/api/v1/admin/reconcile' });
 
   return app;

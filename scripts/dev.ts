@@ -147,11 +147,32 @@ async function main(): Promise<void> {
     }
     process.exit(exitCode);
   };
-  for (const [name, file] of [
-    ['api', 'api/server.ts'],
-    ['worker', 'worker/main.ts'],
-  ] as const) {
-    const child = spawn(process.execPath, [path.join(root, file)], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const host = config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST;
+  const base = `http://${host}:${config.PORT}`;
+  // No gateway configured: run the simulator beside the service, each pointed at the other.
+  const processes: [string, string, Record<string, string>][] = [
+    ['api', 'api/server.ts', env],
+    ['worker', 'worker/main.ts', env],
+  ];
+  if (process.env.GATEWAY_BASE_URL === undefined || process.env.GATEWAY_BASE_URL === '') {
+    const simulatorUrl = new URL(config.GATEWAY_BASE_URL);
+    processes.push([
+      'simulator',
+      'simulator/main.ts',
+      {
+        ...env,
+        SIMULATOR_HOST: simulatorUrl.hostname,
+        SIMULATOR_PORT: simulatorUrl.port || '80',
+        SIMULATOR_API_KEY: config.GATEWAY_API_KEY,
+        SIMULATOR_WEBHOOK_TOKEN: config.GATEWAY_WEBHOOK_TOKEN,
+        SIMULATOR_WEBHOOK_URL: `${base}/api/v1/redemption/webhook/gateway`,
+        SIMULATOR_VALIDATION_URL: `${base}/api/v1/webhooks/transfer/validate`,
+      },
+    ]);
+    say(`gateway: the simulator on ${config.GATEWAY_BASE_URL} (set GATEWAY_BASE_URL for a real gateway)`);
+  }
+  for (const [name, file, childEnv] of processes) {
+    const child = spawn(process.execPath, [path.join(root, file)], { env: childEnv, stdio: ['ignore', 'inherit', 'inherit'] });
     child.once('exit', (code, signal) => {
       if (!stopping) {
         say(`${name} exited (code ${String(code)}, signal ${String(signal)}): stopping everything`);
@@ -167,8 +188,6 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stopAll(0));
   process.on('SIGTERM', () => void stopAll(0));
 
-  const host = config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST;
-  const base = `http://${host}:${config.PORT}`;
   if (await waitForReady(`${base}/readyz`, 120_000)) {
     say(`ready in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
     say(`API:          ${base}/api/v1  (health ${base}/readyz)`);
