@@ -5,6 +5,7 @@
  * that was shown but not saved could later be signed again differently, and that is a fork.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { z } from 'zod';
 import {
   appendTransfer,
   bytesEqual,
@@ -36,7 +37,7 @@ import {
 } from '../../src/protocol/index.ts';
 import { WalletError } from './errors.ts';
 import { describeLife, holderState, renderPlc } from './format.ts';
-import { postJson, serverPaths } from './http.ts';
+import { getJson, postJson, serverPaths } from './http.ts';
 import {
   findToken,
   forksPerTokenMax,
@@ -129,24 +130,162 @@ export async function createCommand(context: CommandContext, options: CreateOpti
   });
   const lines = [`token_id: ${plc.commitment.tokenId}`, summary(plc, bytesToHex(wallet.keyPair.publicKey), nowMs)];
   if (options.server !== undefined) {
-    await registerWithServer(context, wallet, plc, options.server);
-    lines.push(`registered with ${options.server}`);
+    const server = options.server;
+    let answer: unknown;
+    try {
+      answer = await createOnServer(wallet, plc, server);
+    } catch (error) {
+      context.notice(
+        `PLC ${plc.commitment.tokenId} is stored in this wallet but the server did not register it; it cannot be redeemed until it is.` +
+          ` Retry with: wallet publish --token ${plc.commitment.tokenId} --server ${server}`,
+      );
+      throw error;
+    }
+    markRegistered(context, plc.commitment.tokenId);
+    lines.push(`registered with ${server}${describeStatus(answer)}`);
   }
   return lines.join('\n');
 }
 
-async function registerWithServer(context: CommandContext, wallet: Wallet, plc: Plc, server: string): Promise<void> {
-  const json = plcToJson(plc);
-  try {
-    await postJson(server, serverPaths.create, { plc: json }, { deviceId: wallet.deviceId, idempotencyKey: json.token_id });
-  } catch (error) {
-    context.notice(`the PLC is stored in this wallet but the server did not register it; it cannot be redeemed until it is`);
-    throw error;
-  }
+/** What the server answers about a PLC (create and status); only the fields the wallet shows or checks. */
+const plcStatusAnswer = z.object({
+  token_id: z.string(),
+  status: z.string(),
+  amount: z.string(),
+  currency: z.string(),
+  commitment_hash: z.string(),
+  chain_length: z.number(),
+  bearer_pubkey: z.string(),
+});
+
+/** What the server answers to a transfer registration. */
+const transferAnswer = z.object({
+  token_id: z.string(),
+  status: z.string(),
+  chain_length: z.number(),
+  bearer_pubkey: z.string(),
+  head_hash: z.string(),
+  appended: z.number(),
+});
+
+function describeStatus(answer: unknown): string {
+  const parsed = plcStatusAnswer.safeParse(answer);
+  return parsed.success ? ` (status ${parsed.data.status})` : '';
+}
+
+/**
+ * Posts the issuer-signed PLC to `POST /api/v1/plc/create`. The server registers a PLC with an
+ * empty chain, so hops this wallet signed since are left out (a holder registers them with
+ * `register`). The body is therefore the same on every retry, and the Idempotency-Key is the token
+ * id: a retry is answered from the server's store, never booked twice.
+ */
+async function createOnServer(wallet: Wallet, plc: Plc, server: string): Promise<unknown> {
+  const json = plcToJson({ ...plc, transferChain: [] });
+  const answer = await postJson(server, serverPaths.create, { plc: json }, { deviceId: wallet.deviceId, idempotencyKey: json.token_id });
+  return answer.body;
+}
+
+function markRegistered(context: CommandContext, tokenId: string): void {
   withWalletLock(context.dir, () => {
-    const token = loadToken(context.dir, json.token_id);
-    saveToken(context.dir, { ...token, registered_at: msToIso(context.nowMs()) });
+    const token = loadToken(context.dir, tokenId);
+    if (token.registered_at === null) saveToken(context.dir, { ...token, registered_at: msToIso(context.nowMs()) });
   });
+}
+
+/**
+ * `publish`: registers with the server a PLC this wallet issued, after a `create --server` that
+ * failed (or was made offline). It first asks the server whether it already holds the PLC (a
+ * create whose answer was lost), then posts the create. The server accepts a create only while
+ * created_at is within its clock tolerance (5 minutes by default) of its own clock.
+ */
+export async function publishCommand(context: CommandContext, options: { readonly token: string; readonly server: string }): Promise<string> {
+  const wallet = loadWallet(context.dir);
+  const token = loadToken(context.dir, options.token);
+  const plc = storedPlc(token);
+  const verification = verified(plc, 'the stored PLC');
+  if (!bytesEqual(plc.commitment.issuerPublicKey, wallet.keyPair.publicKey)) {
+    throw new WalletError('not_issuer', 'only the issuer publishes a PLC; a holder registers its transfers with "register"');
+  }
+  if (token.cancel_signed_at !== null) throw new WalletError('token_closed', `a cancel for ${options.token} was signed at ${token.cancel_signed_at}`);
+  const tokenId = plc.commitment.tokenId;
+  const known = await getJson(options.server, serverPaths.status(tokenId), { deviceId: wallet.deviceId });
+  let headline: string;
+  let answer: unknown;
+  if (known.found) {
+    const parsed = plcStatusAnswer.safeParse(known.body);
+    if (!parsed.success) throw new WalletError('server_refused', `unexpected answer from the server: ${JSON.stringify(known.body).slice(0, 500)}`);
+    if (parsed.data.commitment_hash !== bytesToHex(verification.commitmentHash)) {
+      throw new WalletError('token_conflict', `the server holds another PLC under token id ${tokenId}`);
+    }
+    headline = `${tokenId} was already registered with ${options.server}`;
+    answer = parsed.data;
+  } else {
+    answer = await createOnServer(wallet, plc, options.server);
+    headline = `published ${tokenId} to ${options.server}`;
+  }
+  markRegistered(context, tokenId);
+  const parsed = plcStatusAnswer.safeParse(answer);
+  if (!parsed.success) return headline;
+  return [
+    headline,
+    `status:       ${parsed.data.status}`,
+    `amount:       ${parsed.data.amount} ${parsed.data.currency}`,
+    `chain_length: ${parsed.data.chain_length}`,
+    `bearer:       ${parsed.data.bearer_pubkey}`,
+  ].join('\n');
+}
+
+export interface RegisterOptions {
+  readonly token: string;
+  readonly server: string;
+  /** Sent as X-Device-ID instead of this wallet's own device id. */
+  readonly deviceId: string | undefined;
+}
+
+/** The server's X-Device-ID rule. */
+const deviceIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * `register`: posts this wallet's copy of a PLC, with its whole chain, to `POST /api/v1/transfer/`
+ * so the server learns the hops made offline. Any wallet holding a copy may do it (the bearer, or
+ * an earlier holder for the hops it knows). The Idempotency-Key is derived from the token id and
+ * the chain head, so a retry of the same chain is answered from the server's store and never
+ * registers anything twice (the server also treats an already known chain as nothing new).
+ */
+export async function registerCommand(context: CommandContext, options: RegisterOptions): Promise<string> {
+  const wallet = loadWallet(context.dir);
+  const deviceId = options.deviceId ?? wallet.deviceId;
+  if (!deviceIdPattern.test(deviceId)) throw new WalletError('usage', '--device-id must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
+  const token = loadToken(context.dir, options.token);
+  const plc = storedPlc(token);
+  const verification = verified(plc, 'the stored PLC');
+  if (plc.transferChain.length === 0) {
+    throw new WalletError('nothing_to_register', `PLC ${options.token} has no transfer to register; its issuer registers it with "publish"`);
+  }
+  const json = plcToJson(plc);
+  const headHashHex = bytesToHex(verification.headHash);
+  const answer = await postJson(options.server, serverPaths.transfer, { plc: json }, { deviceId, idempotencyKey: registerIdempotencyKey(json.token_id, headHashHex) });
+  const parsed = transferAnswer.safeParse(answer.body);
+  if (!parsed.success) throw new WalletError('server_refused', `unexpected answer from the server: ${JSON.stringify(answer.body).slice(0, 500)}`);
+  const result = parsed.data;
+  if (answer.replayed) context.notice('the server answered from its idempotency store: this chain was registered by an earlier request');
+  if (result.head_hash !== headHashHex) {
+    context.notice(`the server knows ${result.chain_length} record(s) of this PLC; this wallet's copy has ${plc.transferChain.length}`);
+  }
+  const ownKeyHex = bytesToHex(wallet.keyPair.publicKey);
+  return [
+    `registered ${result.token_id} with ${options.server}`,
+    `status:       ${result.status}`,
+    `chain_length: ${result.chain_length}`,
+    `bearer:       ${result.bearer_pubkey}${result.bearer_pubkey === ownKeyHex ? ' (this wallet)' : ''}`,
+    `head_hash:    ${result.head_hash}`,
+    `appended:     ${result.appended}`,
+  ].join('\n');
+}
+
+/** `register-<token_id>-<head hash>`: 110 characters, within the server's 8..128. */
+export function registerIdempotencyKey(tokenId: string, headHashHex: string): string {
+  return `register-${tokenId}-${headHashHex}`;
 }
 
 export interface SendOptions {
@@ -322,6 +461,8 @@ export function listCommand(context: CommandContext): string {
   return lines.join('\n');
 }
 
+const cancelAnswer = z.object({ status: z.string(), released_amount: z.string(), currency: z.string() });
+
 export async function cancelCommand(context: CommandContext, options: { readonly token: string; readonly server: string | undefined }): Promise<string> {
   const wallet = loadWallet(context.dir);
   const body = withWalletLock(context.dir, () => {
@@ -342,11 +483,13 @@ export async function cancelCommand(context: CommandContext, options: { readonly
     return { authorization: cancelAuthorizationToJson(authorization) };
   });
   if (options.server !== undefined) {
-    await postJson(options.server, serverPaths.cancel(options.token), body, {
+    // The server expects exactly { "authorization": <cancel JSON> } at /api/v1/plc/{token_id}/cancel.
+    const answer = await postJson(options.server, serverPaths.cancel(options.token), body, {
       deviceId: wallet.deviceId,
       idempotencyKey: `cancel-${options.token}-${body.authorization.timestamp_ms}`,
     });
-    context.notice(`cancel accepted by ${options.server}`);
+    const parsed = cancelAnswer.safeParse(answer.body);
+    context.notice(`cancel accepted by ${options.server}${parsed.success ? `: ${parsed.data.status}, ${parsed.data.released_amount} ${parsed.data.currency} released` : ''}`);
   }
   return JSON.stringify(body, null, 2);
 }

@@ -25,6 +25,7 @@ export const walletErrorCodes = [
   'nonce_reused',
   'token_conflict',
   'token_closed',
+  'nothing_to_register',
   'server_unreachable',
   'server_refused',
 ] as const;

@@ -1,10 +1,10 @@
 /**
  * The wallet program end to end, as a user runs it: a child process per command (Node running
  * bin/wallet.ts directly), three wallet directories passing one PLC A -> B -> C -> A through
- * files, refusals of tampered input, replays and a double spend, and the online steps against a
- * local HTTP server that records what the wallet posts.
+ * files, refusals of tampered input, replays and a double spend, and the online steps (create,
+ * publish, register, cancel, redeem) against a local HTTP server that records what the wallet
+ * sends. test/e2e/wallet-journey.test.ts runs the same program against the real server.
  */
-import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -23,42 +23,7 @@ import {
   verifyPlc,
   verifyRedeem,
 } from '../../src/protocol/index.ts';
-
-const walletPath = new URL('../../bin/wallet.ts', import.meta.url).pathname;
-const commandTimeoutMs = 20_000;
-
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function wallet(dir: string, ...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [walletPath, '--dir', dir, ...args], { timeout: commandTimeoutMs }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-async function ok(dir: string, ...args: string[]): Promise<string> {
-  const run = await wallet(dir, ...args);
-  expect(run.code, `wallet ${args.join(' ')}: ${run.stderr}`).toBe(0);
-  return run.stdout;
-}
-
-async function refused(dir: string, code: string, ...args: string[]): Promise<void> {
-  const run = await wallet(dir, ...args);
-  expect(run.code, `wallet ${args.join(' ')} should fail`).toBe(1);
-  expect(run.stderr).toContain(`error [${code}]`);
-}
-
-function field(output: string, name: string): string {
-  const match = new RegExp(`^${name}:\\s+(\\S+)`, 'm').exec(output);
-  if (match === null) throw new Error(`no ${name} in ${output}`);
-  return match[1]!;
-}
+import { closedPortUrl, field, ok, refused, wallet } from './wallet-cli.ts';
 
 interface Captured {
   readonly method: string;
@@ -76,6 +41,28 @@ const keys = { a: '', b: '', c: '' };
 const deviceIds = { a: '', b: '', c: '' };
 let tokenId = '';
 
+/** A canned answer per route, shaped like the real server's (api/schemas/plc.ts). */
+function answer(method: string, url: string, body: unknown): { status: number; body: unknown } {
+  if (method === 'GET' && /^\/api\/v1\/plc\/[0-9a-f-]+\/status$/.test(url)) return { status: 404, body: { code: 'PLC_NOT_FOUND', message: 'no such PLC' } };
+  if (method === 'POST' && url === '/api/v1/transfer/') {
+    const plc = parsePlcJson((body as { plc: unknown }).plc);
+    const verification = verifyPlc(plc);
+    if (!verification.ok) return { status: 422, body: { code: 'PLC_INVALID', message: verification.reason } };
+    return {
+      status: 200,
+      body: {
+        token_id: plc.commitment.tokenId,
+        status: 'TRANSFERRED',
+        chain_length: verification.chainLength,
+        bearer_pubkey: bytesToHex(verification.bearerPublicKey),
+        head_hash: bytesToHex(verification.headHash),
+        appended: verification.chainLength,
+      },
+    };
+  }
+  return { status: 200, body: { status: 'ok' } };
+}
+
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'wallet-test-'));
   for (const name of ['a', 'b', 'c'] as const) dirs[name] = join(root, name);
@@ -83,8 +70,11 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      requests.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      const text = Buffer.concat(chunks).toString('utf8');
+      const captured = { method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: text === '' ? null : (JSON.parse(text) as unknown) };
+      requests.push(captured);
+      const reply = answer(captured.method, captured.url, captured.body);
+      response.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify(reply.body));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -193,6 +183,68 @@ describe('wallet program', () => {
     expect(run.code).toBe(0);
     expect(run.stderr).toContain('already sent');
     expect(run.stdout.trim()).toBe(readFileSync(join(root, 'bc.txt'), 'utf8').trim());
+  });
+
+  it('register posts the whole chain to /api/v1/transfer/, keyed by token id and head, and prints the answer', { timeout: 60_000 }, async () => {
+    // C is no longer the bearer (it sent the PLC on to A), but its copy holds all three hops.
+    const stored = JSON.parse(readFileSync(join(dirs.c, 'plcs', `${tokenId}.json`), 'utf8')) as { plc: unknown };
+    const output = await ok(dirs.c, 'register', '--token', tokenId, '--server', serverUrl, '--device-id', 'pos-terminal.7');
+    const request = requests.at(-1)!;
+    expect(request).toMatchObject({ method: 'POST', url: '/api/v1/transfer/' });
+    expect(request.body).toEqual({ plc: stored.plc });
+    const verification = verifyPlc(parsePlcJson((request.body as { plc: unknown }).plc));
+    if (!verification.ok) throw new Error('the posted chain does not verify');
+    const headHash = bytesToHex(verification.headHash);
+    expect(request.headers['x-device-id']).toBe('pos-terminal.7');
+    expect(request.headers['idempotency-key']).toBe(`register-${tokenId}-${headHash}`);
+    expect(output).toContain(`registered ${tokenId} with ${serverUrl}`);
+    expect(field(output, 'status')).toBe('TRANSFERRED');
+    expect(field(output, 'chain_length')).toBe('3');
+    expect(field(output, 'bearer')).toBe(keys.a);
+    expect(field(output, 'head_hash')).toBe(headHash);
+
+    // A retry sends the same body under the same key (the server answers it from its store);
+    // without --device-id the wallet's own device id goes.
+    await ok(dirs.a, 'register', '--token', tokenId, '--server', serverUrl);
+    const retry = requests.at(-1)!;
+    expect(retry.headers['idempotency-key']).toBe(request.headers['idempotency-key']);
+    expect(retry.headers['x-device-id']).toBe(deviceIds.a);
+    expect(retry.body).toEqual(request.body);
+
+    const before = requests.length;
+    await refused(dirs.b, 'unknown_token', 'register', '--token', '00000000-0000-4000-8000-000000000000', '--server', serverUrl);
+    for (const args of [['--token', tokenId], ['--token', tokenId, '--server', serverUrl, '--device-id', 'no spaces']]) {
+      const run = await wallet(dirs.c, 'register', ...args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr).toContain('error [usage]');
+    }
+    expect(requests.length).toBe(before);
+  });
+
+  it('publish registers a PLC whose create --server failed, with the same body and key', { timeout: 60_000 }, async () => {
+    const down = await closedPortUrl();
+    const failed = await refused(dirs.b, 'server_unreachable', 'create', '--amount', '1.50', '--currency', 'EUR', '--ttl-hours', '2', '--server', down);
+    const match = /PLC (\S+) is stored in this wallet/.exec(failed.stderr);
+    expect(match, failed.stderr).not.toBeNull();
+    const created = match![1]!;
+    expect(failed.stderr).toContain(`wallet publish --token ${created} --server ${down}`);
+    expect(await ok(dirs.b, 'show', '--token', created)).not.toContain('registered:');
+
+    const before = requests.length;
+    const output = await ok(dirs.b, 'publish', '--token', created, '--server', serverUrl);
+    expect(output).toContain(`published ${created} to ${serverUrl}`);
+    const [status, create] = requests.slice(before);
+    // It asks first (a create whose answer was lost is already there), then creates.
+    expect(status).toMatchObject({ method: 'GET', url: `/api/v1/plc/${created}/status` });
+    expect(create).toMatchObject({ method: 'POST', url: '/api/v1/plc/create' });
+    expect(create!.headers['idempotency-key']).toBe(created);
+    expect(create!.headers['x-device-id']).toBe(deviceIds.b);
+    const stored = JSON.parse(readFileSync(join(dirs.b, 'plcs', `${created}.json`), 'utf8')) as { plc: unknown };
+    expect(create!.body).toEqual({ plc: stored.plc });
+    expect(await ok(dirs.b, 'show', '--token', created)).toMatch(/registered:\s+\d{4}-/);
+
+    // Only the issuer publishes; C holds A's PLC but did not issue it.
+    await refused(dirs.c, 'not_issuer', 'publish', '--token', tokenId, '--server', serverUrl);
   });
 
   it('redeem signs for the bearer, posts the chain with it, and closes the PLC', { timeout: 60_000 }, async () => {

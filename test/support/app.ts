@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
 import { buildApp } from '../../api/app.ts';
@@ -28,6 +28,18 @@ export interface TestApp {
  * A freshly built app on a database of its own, a Temporal client on the run's dev server and a
  * task queue of its own, so test files never see each other's rows or workflows.
  */
+let runtimeInstalled = false;
+/** Workers in tests log only errors: expected retries (injected gateway faults) would drown the output. */
+function installQuietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger(process.env.TEST_WORKER_LOG_LEVEL === 'debug' ? 'DEBUG' : 'ERROR') });
+  } catch {
+    // Already installed by an earlier worker in this process.
+  }
+}
+
 export async function createTestApp(overrides: Record<string, string> = {}): Promise<TestApp> {
   const db = await createTestDatabase();
   const taskQueue = `test-${randomUUID()}`;
@@ -53,6 +65,7 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
     config,
     taskQueue,
     async startWorker() {
+      installQuietRuntime();
       const workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
       const worker = await createWorker({
         connection: workerConnection,

@@ -25,7 +25,11 @@ export interface SettlementHarness {
   close(): Promise<void>;
 }
 
-export async function startSettlementHarness(overrides: Record<string, string> = {}, simulatorOptions: Parameters<typeof createSimulator>[0] = {}): Promise<SettlementHarness> {
+export async function startSettlementHarness(
+  overrides: Record<string, string> = {},
+  simulatorOptions: Parameters<typeof createSimulator>[0] = {},
+  options: { inProcessWorker?: boolean } = {},
+): Promise<SettlementHarness> {
   const simulatorPort = await freePort();
   const webhookToken = `test-token-${randomUUID()}`;
   const t = await createTestApp({
@@ -39,7 +43,7 @@ export async function startSettlementHarness(overrides: Record<string, string> =
     RATE_LIMIT_REDEEM_PER_MINUTE: '100000',
     ...overrides,
   });
-  await t.startWorker();
+  if (options.inProcessWorker !== false) await t.startWorker();
   const appUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
   const simulator = await createSimulator({
     host: '127.0.0.1',

@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { findViolations } from '../../db/ledger.ts';
+import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import type { Plc } from '../../src/protocol/index.ts';
+
+/**
+ * Redemption under faults: duplicated and reordered webhooks, webhooks nobody expects, gateway
+ * 5xx and lost answers. Every case must end in exactly one payout and a balanced ledger.
+ */
+let h: SettlementHarness;
+const device = { 'x-device-id': 'device-faults' };
+const pixKey = 'payee@example.com';
+
+beforeAll(async () => {
+  h = await startSettlementHarness();
+});
+afterEach(async () => {
+  await fetch(`${h.t.config.GATEWAY_BASE_URL}/sim/faults`, { method: 'DELETE' });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function fund(wallet: TestWallet, amount: string) {
+  await h.t.app.inject({
+    method: 'POST',
+    url: '/api/v1/balance/deposit',
+    headers: { ...h.admin, 'idempotency-key': randomUUID() },
+    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
+  });
+}
+
+async function transferable(amountMinor: bigint): Promise<{ plc: Plc; bearer: TestWallet; issuer: TestWallet }> {
+  const [issuer, bearer] = [newWallet(), newWallet()];
+  await fund(issuer, '50.00');
+  const plc = issue(issuer, { amountMinor });
+  expect((await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
+  return { plc: hop(plc, issuer, bearer), bearer, issuer };
+}
+
+async function faults(body: Record<string, unknown>) {
+  const response = await fetch(`${h.t.config.GATEWAY_BASE_URL}/sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  expect(response.status).toBe(200);
+}
+
+function payoutsOf(tokenId: string) {
+  return h.simulator.state.snapshot(1000).transfers.filter((transfer) => transfer.description === `PLC ${tokenId}`);
+}
+
+describe('redemption faults', () => {
+  it('settles once when every webhook is delivered 10 times and out of order', async () => {
+    await faults({ duplicateWebhooks: 10, reorderWebhooks: true });
+    const { plc, bearer } = await transferable(900n);
+    const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(plc, bearer, pixKey) });
+    expect(response.statusCode).toBe(200);
+    const result = await h.t.temporal.workflow.getHandle(response.json().workflow_id).result();
+    expect(result).toMatchObject({ status: 'SETTLED' });
+    expect(payoutsOf(plc.commitment.tokenId)).toHaveLength(1);
+    const duplicates = await h.t.db.pool.query(`SELECT max(duplicates) AS most FROM webhook_inbox WHERE event_type = 'TRANSFER_DONE'`);
+    expect(duplicates.rows[0].most).toBeGreaterThanOrEqual(1);
+    const settled = await h.t.db.pool.query(`SELECT count(*)::int AS n FROM ledger_transactions WHERE tx_type = 'REDEEM_SETTLED' AND reference_id = $1`, [
+      response.json().redemption_id,
+    ]);
+    expect(settled.rows[0].n).toBe(1);
+    expect(await findViolations(h.t.db.pool)).toEqual([]);
+  });
+
+  it('acknowledges and ignores a webhook about a transfer nobody expects, and refuses a bad token', async () => {
+    const event = {
+      id: `evt_${randomUUID()}`,
+      event: 'TRANSFER_DONE',
+      dateCreated: '2026-11-22 10:00:00',
+      transfer: {
+        object: 'transfer',
+        id: randomUUID(),
+        status: 'DONE',
+        value: 10,
+        netValue: 10,
+        transferFee: 0,
+        dateCreated: '2026-11-22',
+        pixAddressKey: pixKey,
+        pixAddressKeyType: 'EMAIL',
+        externalReference: randomUUID(),
+        failReason: null,
+      },
+    };
+    const unauthorised = await h.t.app.inject({ method: 'POST', url: '/api/v1/redemption/webhook/gateway', payload: event });
+    expect(unauthorised.statusCode).toBe(401);
+    const response = await h.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/redemption/webhook/gateway',
+      headers: { 'gateway-access-token': h.t.config.GATEWAY_WEBHOOK_TOKEN },
+      payload: event,
+    });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({ received: true, duplicate: false });
+    const again = await h.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/redemption/webhook/gateway',
+      headers: { 'gateway-access-token': h.t.config.GATEWAY_WEBHOOK_TOKEN },
+      payload: event,
+    });
+    expect(again.json()).toMatchObject({ duplicate: true });
+    await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.id}`).result();
+    const row = await h.t.db.pool.query(`SELECT status, duplicates FROM webhook_inbox WHERE event_id = $1`, [event.id]);
+    expect(row.rows[0]).toMatchObject({ status: 'IGNORED', duplicates: 1 });
+    // The synchronous authorization flow needs no token and is approved.
+    const authorization = await h.t.app.inject({ method: 'POST', url: '/api/v1/redemption/webhook/gateway', payload: { type: 'BILL' } });
+    expect(authorization.json()).toEqual({ status: 'APPROVED' });
+  });
+
+  it('retries through gateway 5xx answers and lost responses without a second payout', async () => {
+    await faults({ apiLostResponseRate: 1 });
+    const { plc, bearer } = await transferable(400n);
+    const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(plc, bearer, pixKey) });
+    expect(response.statusCode).toBe(200);
+    // The gateway creates the transfer but the answer is lost, again and again; then it heals.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await fetch(`${h.t.config.GATEWAY_BASE_URL}/sim/faults`, { method: 'DELETE' });
+    const result = await h.t.temporal.workflow.getHandle(response.json().workflow_id).result();
+    expect(result).toMatchObject({ status: 'SETTLED' });
+    expect(payoutsOf(plc.commitment.tokenId)).toHaveLength(1);
+
+    await faults({ apiErrorRate: 1 });
+    const second = await transferable(300n);
+    const other = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(second.plc, second.bearer, pixKey) });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(payoutsOf(second.plc.commitment.tokenId)).toHaveLength(0);
+    await fetch(`${h.t.config.GATEWAY_BASE_URL}/sim/faults`, { method: 'DELETE' });
+    expect(await h.t.temporal.workflow.getHandle(other.json().workflow_id).result()).toMatchObject({ status: 'SETTLED' });
+    expect(payoutsOf(second.plc.commitment.tokenId)).toHaveLength(1);
+    expect(await findViolations(h.t.db.pool)).toEqual([]);
+  });
+});

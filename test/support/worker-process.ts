@@ -1,0 +1,59 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+import type { TestApp } from './app.ts';
+
+/**
+ * The worker as a real child process (`node worker/main.ts`), so a test can kill it with SIGKILL
+ * in the middle of a workflow, as a crash would, and start another.
+ */
+export interface WorkerProcess {
+  child: ChildProcess;
+  output(): string;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export async function startWorkerProcess(t: TestApp, startedTimeoutMs = 60_000): Promise<WorkerProcess> {
+  const file = fileURLToPath(new URL('../../worker/main.ts', import.meta.url));
+  const child = spawn(process.execPath, [file], {
+    env: {
+      ...process.env,
+      APP_ENV: 'test',
+      LOG_LEVEL: 'info',
+      DATABASE_URL: t.db.url,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_TASK_QUEUE: t.taskQueue,
+      GATEWAY_BASE_URL: t.config.GATEWAY_BASE_URL,
+      GATEWAY_API_KEY: t.config.GATEWAY_API_KEY,
+      GATEWAY_WEBHOOK_TOKEN: t.config.GATEWAY_WEBHOOK_TOKEN,
+      GATEWAY_TIMEOUT_MS: String(t.config.GATEWAY_TIMEOUT_MS),
+      SHUTDOWN_GRACE_MS: '1000',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const collect = (chunk: Buffer): void => {
+    output = (output + chunk.toString('utf8')).slice(-20_000);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const deadline = Date.now() + startedTimeoutMs;
+  while (!output.includes('worker started')) {
+    if (child.exitCode !== null) throw new Error(`worker exited early:\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`worker did not start within ${startedTimeoutMs} ms:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    child,
+    output: () => output,
+    kill: (signal: NodeJS.Signals = 'SIGKILL') =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill(signal);
+      }),
+  };
+}
