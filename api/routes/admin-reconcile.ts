@@ -1,0 +1,283 @@
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { findAccount } from '../../db/ledger.ts';
+import type { Pool } from '../../db/pool.ts';
+import { createRun, markRunFailed, runDryReconciliation, type RunRow } from '../../db/reconciliation.ts';
+import { DomainError } from '../../src/errors.ts';
+import { buckets } from '../../src/ledger/money-model.ts';
+import {
+  batchSizeDefault,
+  itemActions,
+  itemStatuses,
+  reconcileTools,
+  reconcileToolNames,
+  reconcileWorkflowId,
+  type ReconcileParams,
+  type ReconcileReport,
+  type ReconcileTool,
+} from '../../src/reconciliation/tools.ts';
+import { reconciliationWorkflow } from '../../workflows/reconciliation.ts';
+import { businessStatusKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
+import { adminErrors, booleanQuery, errorResponse } from '../schemas/common.ts';
+import { entryItem } from '../schemas/ledger.ts';
+import { amountSchema, currencySchema, money, ownerIdSchema } from '../schemas/money.ts';
+
+/**
+ * Administration: the reconcile tools (interface spec, /api/v1/admin/reconcile/*). One route per
+ * entry of `reconcileTools`. A dry run (`?dry_run=true`) runs here, inside the request, changes
+ * nothing in the ledger and answers with what would change. A real run is a workflow
+ * (`reconcile-<tool>-<run_id>`): the answer is its report when it ends within
+ * `resultWaitMs`, else 202 with the run and workflow ids (docs/reconciliation.md says how to follow it).
+ */
+
+/** How long a real run's request waits for the workflow's report before answering 202. */
+export const resultWaitMsDefault = 10_000;
+/** A run row younger than this whose workflow is not found yet is still being started. */
+const startGraceMs = 60_000;
+
+const reconcileItem = z
+  .object({
+    key: z.string(),
+    action: z.enum(itemActions),
+    status: z
+      .enum(itemStatuses)
+      .describe('PLANNED: a dry run would change it; FIXED; SKIPPED: left alone (see detail); FAILED: refused (see detail)'),
+    owner_id: z.string(),
+    bucket: z.enum(buckets),
+    currency: currencySchema,
+    snapshot: amountSchema.describe('the balance snapshot when the item was found'),
+    computed: amountSchema.describe('what the ledger entries say the bucket holds'),
+    amount: amountSchema.nullable().describe('the compensating posting credited to this bucket (postings only)'),
+    snapshot_after: amountSchema.nullable().describe('the snapshot after the fix (a dry run: what it would be)'),
+    transaction_id: z.string().uuid().nullable(),
+    reference_transaction_id: z.string().uuid().nullable().describe('the transaction a posting compensates'),
+    entries: z.array(entryItem).nullable().describe('every leg of the posting (postings only)'),
+    detail: z.string().nullable(),
+  })
+  .meta({ id: 'ReconcileItem' });
+
+const reconcileReportResponse = z
+  .object({
+    run_id: z.string().uuid(),
+    workflow_id: z.string().nullable(),
+    tool: z.enum(reconcileToolNames as [ReconcileTool, ...ReconcileTool[]]),
+    owner_id: z.string().nullable(),
+    dry_run: z.boolean(),
+    status: z.enum(['COMPLETED', 'FAILED']),
+    requested_by: z.string(),
+    started_at: z.string(),
+    finished_at: z.string().nullable(),
+    complete: z.boolean().describe('false when a dry run stopped at its time or item bound before looking at everything'),
+    counts: z.object({
+      scanned: z.number().int(),
+      batches: z.number().int(),
+      items: z.number().int(),
+      planned: z.number().int(),
+      fixed: z.number().int(),
+      skipped: z.number().int(),
+      failed: z.number().int(),
+    }),
+    items: z.array(reconcileItem),
+    items_truncated: z.boolean().describe('more items than the report holds; all are in reconciliation_items'),
+  })
+  .meta({ id: 'ReconcileReport' });
+
+const reconcileAccepted = z
+  .object({
+    run_id: z.string().uuid(),
+    workflow_id: z.string(),
+    tool: z.enum(reconcileToolNames as [ReconcileTool, ...ReconcileTool[]]),
+    status: z.literal('RUNNING'),
+  })
+  .meta({ id: 'ReconcileAccepted', description: 'The run goes on; follow it in the Temporal UI (ReferenceId = run_id)' });
+
+function toReportResponse(report: ReconcileReport): z.infer<typeof reconcileReportResponse> {
+  return {
+    run_id: report.runId,
+    workflow_id: report.workflowId,
+    tool: report.tool,
+    owner_id: report.params.ownerId ?? null,
+    dry_run: report.dryRun,
+    status: report.status,
+    requested_by: report.requestedBy,
+    started_at: report.startedAt,
+    finished_at: report.finishedAt,
+    complete: report.complete,
+    counts: report.counts,
+    items: report.items.map((item) => ({
+      key: item.key,
+      action: item.action,
+      status: item.status,
+      owner_id: item.ownerId,
+      bucket: item.bucket,
+      currency: item.currency,
+      snapshot: money(BigInt(item.snapshotMinor), item.currency),
+      computed: money(BigInt(item.computedMinor), item.currency),
+      amount: item.amountMinor === null ? null : money(BigInt(item.amountMinor), item.currency),
+      snapshot_after: item.snapshotAfterMinor === null ? null : money(BigInt(item.snapshotAfterMinor), item.currency),
+      transaction_id: item.transactionId,
+      reference_transaction_id: item.referenceTransactionId,
+      entries:
+        item.entries?.map((entry) => ({
+          owner_id: entry.ownerId,
+          bucket: entry.bucket,
+          currency: entry.currency,
+          amount: money(BigInt(entry.amountMinor), entry.currency),
+        })) ?? null,
+      detail: item.detail,
+    })),
+    items_truncated: report.itemsTruncated,
+  };
+}
+
+type RealRunOutcome = { kind: 'report'; report: ReconcileReport } | { kind: 'running'; runId: string; workflowId: string };
+
+/**
+ * Waits up to `waitMs` for the workflow's result. The long poll behind `result()` is cancelled
+ * when the wait ends, so no request leaves a call behind.
+ */
+async function resultWithin(temporal: Client, handle: WorkflowHandle<typeof reconciliationWorkflow>, waitMs: number) {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<{ done: false }>((resolve) => {
+    timer = setTimeout(() => resolve({ done: false }), waitMs);
+  });
+  const result = temporal
+    .withAbortSignal(controller.signal, () => handle.result())
+    .then((report) => ({ done: true as const, report }));
+  try {
+    return await Promise.race([result, timedOut]);
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+    result.catch(() => {});
+  }
+}
+
+/**
+ * Whether a run recorded as RUNNING still has a live workflow. A run whose workflow ended without
+ * ending the run (terminated from the UI) is marked FAILED so that the scope is free again.
+ */
+async function isStillRunning(pool: Pool, temporal: Client, run: RunRow): Promise<boolean> {
+  if (run.workflow_id === null) return false;
+  try {
+    const description = await temporal.workflow.getHandle(run.workflow_id).describe();
+    if (description.status.name === 'RUNNING') return true;
+    await markRunFailed(pool, run.id, `workflow ${run.workflow_id} ended as ${description.status.name} without ending the run`);
+    return false;
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+    if (Date.now() - run.started_at.getTime() < startGraceMs) return true;
+    await markRunFailed(pool, run.id, `workflow ${run.workflow_id} was never started`);
+    return false;
+  }
+}
+
+export interface AdminReconcileOptions {
+  /** How long a real run's request waits for the report before answering 202. */
+  resultWaitMs?: number;
+}
+
+export async function adminReconcileRoutes(app: FastifyInstance, options: AdminReconcileOptions = {}): Promise<void> {
+  const routes = app.withTypeProvider<ZodTypeProvider>();
+  const { pool, temporal, config } = app.deps;
+  const resultWaitMs = options.resultWaitMs ?? resultWaitMsDefault;
+  app.addHook('onRequest', app.requireAdmin());
+  const security = [{ bearer: [] }];
+
+  async function startRealRun(tool: ReconcileTool, params: ReconcileParams, requestedBy: string): Promise<RealRunOutcome> {
+    const runId = randomUUID();
+    const workflowId = reconcileWorkflowId(tool, runId);
+    // Two rounds at most: the second only after a stale RUNNING row was marked FAILED.
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const created = await createRun(pool, { runId, tool, params, dryRun: false, requestedBy, workflowId });
+      if (created.created) break;
+      const running = created.running;
+      if (await isStillRunning(pool, temporal, running)) {
+        return { kind: 'running', runId: running.id, workflowId: running.workflow_id ?? reconcileWorkflowId(tool, running.id) };
+      }
+      if (attempt === 1) throw new DomainError('CONFLICT', 'another run of this tool is still being recorded; retry shortly');
+    }
+    let handle: WorkflowHandle<typeof reconciliationWorkflow>;
+    try {
+      handle = await temporal.workflow.start(reconciliationWorkflow, {
+        workflowId,
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        args: [{ runId, tool, params, requestedBy, batchSize: batchSizeDefault }],
+        typedSearchAttributes: [
+          { key: referenceIdKey, value: runId },
+          { key: businessStatusKey, value: 'RUNNING' },
+          ...(params.ownerId === undefined ? [] : [{ key: ownerIdKey, value: params.ownerId }]),
+        ],
+      });
+    } catch (error) {
+      await markRunFailed(pool, runId, `the workflow could not be started: ${error instanceof Error ? error.message : String(error)}`);
+      throw error;
+    }
+    const waited = await resultWithin(temporal, handle, resultWaitMs);
+    return waited.done ? { kind: 'report', report: waited.report } : { kind: 'running', runId, workflowId };
+  }
+
+  for (const tool of reconcileToolNames) {
+    const spec = reconcileTools[tool];
+    const dryRunQuery = z.object({
+      dry_run: booleanQuery
+        .default(spec.dryRunDefault)
+        .describe(`true: report what would change and change nothing; default ${String(spec.dryRunDefault)}`),
+    });
+    routes.post(
+      spec.ownerScoped ? `/${tool}/:owner_id` : `/${tool}`,
+      {
+        schema: {
+          tags: ['admin: reconcile'],
+          summary: spec.summary,
+          description:
+            'A dry run answers 200 with every item it would change (bounded; all items are in reconciliation_items). ' +
+            'A real run is the workflow reconcile-<tool>-<run_id>: 200 with its report when it ends within a few seconds, ' +
+            'else 202 with run_id and workflow_id (Temporal UI: ReferenceId = run_id). While a real run of the same tool ' +
+            '(and owner) is running, a new request answers 202 with that run.',
+          security,
+          ...(spec.ownerScoped ? { params: z.object({ owner_id: ownerIdSchema }) } : {}),
+          querystring: dryRunQuery,
+          response: { 200: reconcileReportResponse, 202: reconcileAccepted, 404: errorResponse, 409: errorResponse, ...adminErrors },
+        },
+      },
+      async (request, reply) => {
+        const admin = request.admin;
+        if (admin === null) throw new DomainError('UNAUTHENTICATED', 'a bearer token is required');
+        const params: ReconcileParams = {};
+        if (spec.ownerScoped) {
+          const ownerId = (request.params as { owner_id: string }).owner_id;
+          const account = await findAccount(pool, ownerId);
+          if (account === null) throw new DomainError('ACCOUNT_NOT_FOUND', 'no account for this owner');
+          params.ownerId = account.owner_id;
+        }
+        const dryRun = request.query.dry_run;
+        if (dryRun) {
+          const report = await runDryReconciliation(pool, {
+            runId: randomUUID(),
+            tool,
+            params,
+            requestedBy: admin.username,
+            batchSize: batchSizeDefault,
+          });
+          request.log.info({ tool, run_id: report.runId, items: report.counts.items, admin: admin.username }, 'reconcile dry run');
+          return reply.code(200).send(toReportResponse(report));
+        }
+        const outcome = await startRealRun(tool, params, admin.username);
+        if (outcome.kind === 'running') {
+          request.log.info({ tool, run_id: outcome.runId, admin: admin.username }, 'reconcile run goes on');
+          return reply.code(202).send({ run_id: outcome.runId, workflow_id: outcome.workflowId, tool, status: 'RUNNING' as const });
+        }
+        request.log.info(
+          { tool, run_id: outcome.report.runId, counts: outcome.report.counts, admin: admin.username },
+          'reconcile run completed',
+        );
+        return reply.code(200).send(toReportResponse(outcome.report));
+      },
+    );
+  }
+}

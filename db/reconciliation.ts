@@ -1,0 +1,1050 @@
+import { z } from 'zod';
+import { assert, DomainError } from '../src/errors.ts';
+import { buckets, worldOwnerId, type Bucket, type Entry, type TxType } from '../src/ledger/money-model.ts';
+import { currencies, type Currency } from '../src/money/currency.ts';
+import {
+  bucketItemKey,
+  dryRunBudgetMs,
+  dryRunItemsMax,
+  isReconcileTool,
+  reconcileIdempotencyKey,
+  reconcileScope,
+  reportItemsMax,
+  type ItemAction,
+  type ItemStatus,
+  type ReconcileCounts,
+  type ReconcileItemReport,
+  type ReconcileParams,
+  type ReconcileReport,
+  type ReconcileTool,
+} from '../src/reconciliation/tools.ts';
+import { postTransaction } from './ledger.ts';
+import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
+import { exec, many, maybeOne, one } from './sql.ts';
+
+/**
+ * The reconcile tools' SQL (docs/reconciliation.md). Every tool is a list of phases; a phase
+ * walks one keyed set (accounts by id, failure transactions by seq) in bounded batches, each
+ * batch taking the last key it was given and returning the next one, so a real run that stops
+ * anywhere resumes from its last finished batch. Finding is read-only; fixing happens per
+ * account (or per transaction) in a database transaction of its own that locks what it changes
+ * and checks again under the lock, and records what it did in reconciliation_items in that same
+ * transaction. Ledger changes are ordinary ledger transactions booked with `postTransaction`
+ * under `reconcile:<run_id>:<item key>`; snapshot rows are a cache and are rewritten in place,
+ * and only here.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// Runs and items
+// ---------------------------------------------------------------------------------------------
+
+const bucketEnum = z.enum(buckets);
+const currencyEnum = z.enum(currencies as [Currency, ...Currency[]]);
+const toolSchema = z.string().refine(isReconcileTool, 'unknown reconcile tool');
+const paramsSchema = z.object({ ownerId: z.string().optional() });
+
+const runRow = z.object({
+  id: z.string().uuid(),
+  tool: toolSchema,
+  scope: z.string(),
+  dry_run: z.boolean(),
+  status: z.enum(['RUNNING', 'COMPLETED', 'FAILED']),
+  requested_by: z.string(),
+  params: paramsSchema,
+  workflow_id: z.string().nullable(),
+  started_at: z.date(),
+  finished_at: z.date().nullable(),
+  scanned: z.bigint(),
+  complete: z.boolean(),
+  batches: z.number().int(),
+  items_found: z.number().int(),
+  items_planned: z.number().int(),
+  items_fixed: z.number().int(),
+  items_skipped: z.number().int(),
+  items_failed: z.number().int(),
+  error: z.string().nullable(),
+});
+export type RunRow = z.infer<typeof runRow>;
+
+const runColumns = `id, tool, scope, dry_run, status, requested_by, params, workflow_id, started_at, finished_at, scanned,
+                    complete, batches, items_found, items_planned, items_fixed, items_skipped, items_failed, error`;
+
+export interface CreateRunInput {
+  runId: string;
+  tool: ReconcileTool;
+  params: ReconcileParams;
+  dryRun: boolean;
+  requestedBy: string;
+  workflowId: string | null;
+}
+
+export type CreateRunResult = { created: true; run: RunRow } | { created: false; running: RunRow };
+
+/**
+ * Records a run as RUNNING. Idempotent by run id (the workflow's first step repeats what the
+ * API did). A real run whose scope already has a real run RUNNING is not created: the caller
+ * gets that run instead (partial unique index reconciliation_runs_one_running).
+ */
+export async function createRun(db: Queryable, input: CreateRunInput): Promise<CreateRunResult> {
+  const scope = reconcileScope(input.tool, input.params);
+  // Bounded: each round either inserts, finds this id, or finds the running run; a third
+  // outcome (the running run finished in between) is retried.
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const inserted = await maybeOne(db, runRow, {
+      name: 'reconcile-run-insert',
+      text: `INSERT INTO reconciliation_runs (id, tool, scope, dry_run, status, requested_by, params, workflow_id)
+             VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6::jsonb, $7)
+             ON CONFLICT DO NOTHING RETURNING ${runColumns}`,
+      values: [input.runId, input.tool, scope, input.dryRun, input.requestedBy, JSON.stringify(input.params), input.workflowId],
+    });
+    if (inserted !== null) return { created: true, run: inserted };
+    const same = await findRun(db, input.runId);
+    if (same !== null) {
+      assert(same.tool === input.tool && same.dry_run === input.dryRun, 'a run id is used for one tool and one mode');
+      return { created: true, run: same };
+    }
+    const running = await maybeOne(db, runRow, {
+      name: 'reconcile-run-running',
+      text: `SELECT ${runColumns} FROM reconciliation_runs WHERE scope = $1 AND status = 'RUNNING' AND NOT dry_run`,
+      values: [scope],
+    });
+    if (running !== null) return { created: false, running };
+  }
+  throw new Error(`could not record reconciliation run ${input.runId}: its scope keeps changing`);
+}
+
+export function findRun(db: Queryable, runId: string): Promise<RunRow | null> {
+  return maybeOne(db, runRow, {
+    name: 'reconcile-run-by-id',
+    text: `SELECT ${runColumns} FROM reconciliation_runs WHERE id = $1`,
+    values: [runId],
+  });
+}
+
+/** Counts of a run's items, from the items themselves (exact whatever was retried). */
+const countsSql = `SELECT count(*)::int AS items_found,
+                          count(*) FILTER (WHERE status = 'PLANNED')::int AS items_planned,
+                          count(*) FILTER (WHERE status = 'FIXED')::int AS items_fixed,
+                          count(*) FILTER (WHERE status = 'SKIPPED')::int AS items_skipped,
+                          count(*) FILTER (WHERE status = 'FAILED')::int AS items_failed
+                     FROM reconciliation_items WHERE run_id = $1`;
+
+/**
+ * Ends a run: COMPLETED with its counts and bounded report. Idempotent: ending an ended run
+ * returns its report unchanged.
+ */
+export async function completeRun(
+  pool: Pool,
+  runId: string,
+  totals: { scanned: number; batches: number; complete: boolean },
+): Promise<ReconcileReport> {
+  return withTransaction(pool, async (client) => {
+    await exec(client, {
+      name: 'reconcile-run-complete',
+      text: `UPDATE reconciliation_runs r
+                SET status = 'COMPLETED', finished_at = now(), scanned = $2, batches = $3, complete = $4,
+                    items_found = c.items_found, items_planned = c.items_planned, items_fixed = c.items_fixed,
+                    items_skipped = c.items_skipped, items_failed = c.items_failed
+               FROM (${countsSql}) c
+              WHERE r.id = $1 AND r.status = 'RUNNING'`,
+      values: [runId, totals.scanned, totals.batches, totals.complete],
+    });
+    const report = await readReport(client, runId);
+    await exec(client, {
+      name: 'reconcile-run-store-report',
+      text: 'UPDATE reconciliation_runs SET report = $2::jsonb WHERE id = $1 AND report IS NULL',
+      values: [runId, JSON.stringify(report)],
+    });
+    return report;
+  });
+}
+
+/** Ends a run as FAILED (idempotent); the items it recorded stay, and say what it did. */
+export async function markRunFailed(db: Queryable, runId: string, error: string): Promise<void> {
+  await exec(db, {
+    name: 'reconcile-run-fail',
+    text: `UPDATE reconciliation_runs r
+              SET status = 'FAILED', finished_at = now(), error = left($2, 2000),
+                  items_found = c.items_found, items_planned = c.items_planned, items_fixed = c.items_fixed,
+                  items_skipped = c.items_skipped, items_failed = c.items_failed
+             FROM (${countsSql}) c
+            WHERE r.id = $1 AND r.status = 'RUNNING'`,
+    values: [runId, error],
+  });
+}
+
+const itemRow = z.object({
+  item_key: z.string(),
+  action: z.enum(['SNAPSHOT_CORRECTION', 'COMPENSATING_POSTING']),
+  status: z.enum(['PLANNED', 'FIXED', 'SKIPPED', 'FAILED']),
+  owner_id: z.string(),
+  bucket: bucketEnum,
+  currency: currencyEnum,
+  snapshot_minor: z.bigint(),
+  computed_minor: z.bigint(),
+  amount_minor: z.bigint().nullable(),
+  snapshot_after_minor: z.bigint().nullable(),
+  transaction_id: z.string().uuid().nullable(),
+  reference_transaction_id: z.string().uuid().nullable(),
+  entries: z
+    .array(z.object({ ownerId: z.string(), bucket: bucketEnum, currency: currencyEnum, amountMinor: z.string() }))
+    .nullable(),
+  detail: z.string().nullable(),
+});
+
+/** A run's report: the run, its counts and its first `reportItemsMax` items. */
+export async function readReport(db: Queryable, runId: string): Promise<ReconcileReport> {
+  const run = await findRun(db, runId);
+  if (run === null) throw new DomainError('NOT_FOUND', `no reconciliation run ${runId}`);
+  const items = await many(db, itemRow, {
+    name: 'reconcile-items-first',
+    text: `SELECT item_key, action, status, owner_id, bucket, currency, snapshot_minor, computed_minor, amount_minor,
+                  snapshot_after_minor, transaction_id, reference_transaction_id, entries, detail
+             FROM reconciliation_items WHERE run_id = $1 ORDER BY seq LIMIT $2`,
+    values: [runId, reportItemsMax + 1],
+  });
+  const counts = await one(
+    db,
+    z.object({
+      items_found: z.number().int(),
+      items_planned: z.number().int(),
+      items_fixed: z.number().int(),
+      items_skipped: z.number().int(),
+      items_failed: z.number().int(),
+    }),
+    { name: 'reconcile-items-counts', text: countsSql, values: [runId] },
+  );
+  const reportCounts: ReconcileCounts = {
+    scanned: Number(run.scanned),
+    batches: run.batches,
+    items: counts.items_found,
+    planned: counts.items_planned,
+    fixed: counts.items_fixed,
+    skipped: counts.items_skipped,
+    failed: counts.items_failed,
+  };
+  return {
+    runId: run.id,
+    tool: run.tool as ReconcileTool,
+    scope: run.scope,
+    params: run.params,
+    dryRun: run.dry_run,
+    status: run.status === 'FAILED' ? 'FAILED' : 'COMPLETED',
+    requestedBy: run.requested_by,
+    workflowId: run.workflow_id,
+    startedAt: run.started_at.toISOString(),
+    finishedAt: run.finished_at?.toISOString() ?? null,
+    complete: run.complete,
+    counts: reportCounts,
+    items: items.slice(0, reportItemsMax).map(
+      (item): ReconcileItemReport => ({
+        key: item.item_key,
+        action: item.action,
+        status: item.status,
+        ownerId: item.owner_id,
+        bucket: item.bucket,
+        currency: item.currency,
+        snapshotMinor: item.snapshot_minor.toString(),
+        computedMinor: item.computed_minor.toString(),
+        amountMinor: item.amount_minor?.toString() ?? null,
+        snapshotAfterMinor: item.snapshot_after_minor?.toString() ?? null,
+        transactionId: item.transaction_id,
+        referenceTransactionId: item.reference_transaction_id,
+        entries: item.entries,
+        detail: item.detail,
+      }),
+    ),
+    itemsTruncated: items.length > reportItemsMax,
+    error: run.error,
+  };
+}
+
+/** What a phase found or did about one bucket (or one transaction). */
+interface ItemRecord {
+  key: string;
+  action: ItemAction;
+  status: ItemStatus;
+  ownerId: string;
+  bucket: Bucket;
+  currency: Currency;
+  snapshotMinor: bigint;
+  computedMinor: bigint;
+  amountMinor: bigint | null;
+  snapshotAfterMinor: bigint | null;
+  transactionId: string | null;
+  referenceTransactionId: string | null;
+  entries: readonly Entry[] | null;
+  detail: string | null;
+}
+
+/** Records items once per run and key: a retried batch records nothing twice. */
+async function recordItems(db: Queryable, runId: string, items: readonly ItemRecord[]): Promise<void> {
+  if (items.length === 0) return;
+  const rows = items.map((item) => ({
+    item_key: item.key,
+    action: item.action,
+    status: item.status,
+    owner_id: item.ownerId,
+    bucket: item.bucket,
+    currency: item.currency,
+    snapshot_minor: item.snapshotMinor.toString(),
+    computed_minor: item.computedMinor.toString(),
+    amount_minor: item.amountMinor?.toString() ?? null,
+    snapshot_after_minor: item.snapshotAfterMinor?.toString() ?? null,
+    transaction_id: item.transactionId,
+    reference_transaction_id: item.referenceTransactionId,
+    entries:
+      item.entries === null
+        ? null
+        : item.entries.map((entry) => ({
+            ownerId: entry.ownerId,
+            bucket: entry.bucket,
+            currency: entry.currency,
+            amountMinor: entry.amountMinor.toString(),
+          })),
+    detail: item.detail === null ? null : item.detail.slice(0, 500),
+  }));
+  await exec(db, {
+    name: 'reconcile-items-insert',
+    text: `INSERT INTO reconciliation_items (run_id, item_key, action, status, owner_id, bucket, currency, snapshot_minor,
+                                             computed_minor, amount_minor, snapshot_after_minor, transaction_id,
+                                             reference_transaction_id, entries, detail)
+           SELECT $1, x.item_key, x.action, x.status, x.owner_id, x.bucket, x.currency, x.snapshot_minor, x.computed_minor,
+                  x.amount_minor, x.snapshot_after_minor, x.transaction_id, x.reference_transaction_id, x.entries, x.detail
+             FROM jsonb_to_recordset($2::jsonb) AS x(item_key text, action text, status text, owner_id text, bucket text,
+                  currency text, snapshot_minor bigint, computed_minor bigint, amount_minor bigint, snapshot_after_minor bigint,
+                  transaction_id uuid, reference_transaction_id uuid, entries jsonb, detail text)
+           ON CONFLICT (run_id, item_key) DO NOTHING`,
+    values: [runId, JSON.stringify(rows)],
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases and the batch runner
+// ---------------------------------------------------------------------------------------------
+
+export interface ReconcileContext {
+  runId: string;
+  tool: ReconcileTool;
+  params: ReconcileParams;
+  dryRun: boolean;
+  /** Called after each account or transaction a real run fixes; activities heartbeat here. */
+  progress: () => void;
+}
+
+interface PhaseBatch {
+  scanned: number;
+  found: number;
+  /** The last key looked at, or null when the phase has nothing after this batch. */
+  next: string | null;
+}
+
+/**
+ * One pass of a tool over one keyed set. `batch` looks at up to `limit` keys after `after`
+ * (null: from the start), records what it found (and, in a real run, fixed) and returns the
+ * last key it looked at.
+ */
+interface ReconcilePhase {
+  name: string;
+  batch(pool: Pool, ctx: ReconcileContext, after: string | null, limit: number): Promise<PhaseBatch>;
+}
+
+export interface BatchResult {
+  /** Which phase the batch ran. */
+  phase: string;
+  scanned: number;
+  found: number;
+  /** Where the next batch starts; null when the tool has looked at everything. */
+  cursor: string | null;
+}
+
+/**
+ * Runs one batch of a tool from `cursor` (null: the start). The cursor names the phase and the
+ * last key of the previous batch (`<phase>:<key>`), so it stays valid across worker restarts.
+ */
+export async function reconcileBatch(
+  pool: Pool,
+  ctx: ReconcileContext,
+  cursor: string | null,
+  limit: number,
+): Promise<BatchResult> {
+  assert(Number.isInteger(limit) && limit >= 1 && limit <= 10_000, 'batch size within 1..10000');
+  const phases = phasesByTool[ctx.tool];
+  let phaseIndex = 0;
+  let after: string | null = null;
+  if (cursor !== null) {
+    const separator = cursor.indexOf(':');
+    const name = separator < 0 ? cursor : cursor.slice(0, separator);
+    phaseIndex = phases.findIndex((phase) => phase.name === name);
+    if (phaseIndex < 0) throw new Error(`cursor ${cursor} names no phase of ${ctx.tool}`);
+    const key = separator < 0 ? '' : cursor.slice(separator + 1);
+    after = key === '' ? null : key;
+  }
+  const phase = phases[phaseIndex];
+  assert(phase !== undefined, 'every tool has at least one phase');
+  const result = await phase.batch(pool, ctx, after, limit);
+  let next: string | null = null;
+  if (result.next !== null) next = `${phase.name}:${result.next}`;
+  else if (phaseIndex + 1 < phases.length) next = `${phases[phaseIndex + 1]?.name ?? ''}:`;
+  return { phase: phase.name, scanned: result.scanned, found: result.found, cursor: next };
+}
+
+/**
+ * A dry run, inside the caller's request: every batch of the tool, finding and recording items
+ * as PLANNED (or SKIPPED), changing nothing in the ledger. Bounded by time and item count; a
+ * report with `complete: false` says it stopped early.
+ */
+export async function runDryReconciliation(
+  pool: Pool,
+  input: { runId: string; tool: ReconcileTool; params: ReconcileParams; requestedBy: string; batchSize: number },
+  limits: { budgetMs: number; itemsMax: number } = { budgetMs: dryRunBudgetMs, itemsMax: dryRunItemsMax },
+): Promise<ReconcileReport> {
+  await createRun(pool, { ...input, dryRun: true, workflowId: null });
+  const ctx: ReconcileContext = { runId: input.runId, tool: input.tool, params: input.params, dryRun: true, progress: () => {} };
+  const deadline = Date.now() + limits.budgetMs;
+  let cursor: string | null = null;
+  let scanned = 0;
+  let found = 0;
+  let batches = 0;
+  let complete = true;
+  try {
+    // Bounded by the deadline and the item count; the batch count bound is a backstop.
+    for (let round = 0; round < 1_000_000; round += 1) {
+      const result = await reconcileBatch(pool, ctx, cursor, input.batchSize);
+      scanned += result.scanned;
+      found += result.found;
+      batches += 1;
+      cursor = result.cursor;
+      if (cursor === null) break;
+      if (Date.now() >= deadline || found >= limits.itemsMax) {
+        complete = false;
+        break;
+      }
+    }
+  } catch (error) {
+    await markRunFailed(pool, input.runId, error instanceof Error ? error.message : String(error));
+    throw error;
+  }
+  return completeRun(pool, input.runId, { scanned, batches, complete });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Accounts and snapshots
+// ---------------------------------------------------------------------------------------------
+
+const accountKeyRow = z.object({ id: z.string().uuid(), owner_id: z.string(), kind: z.enum(['user', 'system']) });
+type AccountKey = z.infer<typeof accountKeyRow>;
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function parseAccountCursor(after: string | null): string | null {
+  if (after !== null && !uuidPattern.test(after)) throw new Error(`account cursor ${after} is not an account id`);
+  return after;
+}
+
+/** The next page of accounts in id order (the order ledger_post locks them in). */
+function pageAccounts(
+  db: Queryable,
+  filter: { after: string | null; limit: number; ownerId: string | null; userOnly: boolean },
+): Promise<AccountKey[]> {
+  return many(db, accountKeyRow, {
+    name: 'reconcile-accounts-page',
+    text: `SELECT id, owner_id, kind FROM ledger_accounts
+            WHERE ($1::uuid IS NULL OR id > $1) AND ($2::text IS NULL OR owner_id = $2) AND (NOT $3 OR kind = 'user')
+            ORDER BY id LIMIT $4`,
+    values: [filter.after, filter.ownerId, filter.userOnly, filter.limit],
+  });
+}
+
+const bucketDiffRow = z.object({
+  account_id: z.string().uuid(),
+  owner_id: z.string(),
+  kind: z.enum(['user', 'system']),
+  bucket: bucketEnum,
+  currency: currencyEnum,
+  snapshot_minor: z.bigint(),
+  computed_minor: z.bigint(),
+});
+type BucketDiff = z.infer<typeof bucketDiffRow>;
+
+/**
+ * Buckets of these accounts whose snapshot differs from the sum of their entries. One statement,
+ * so one consistent view: a posting changes a snapshot and writes its entries in one database
+ * transaction, so a difference seen here is real and not a posting half seen.
+ */
+function findSnapshotDiffs(db: Queryable, accountIds: readonly string[]): Promise<BucketDiff[]> {
+  return many(db, bucketDiffRow, {
+    name: 'reconcile-snapshot-diffs',
+    text: `WITH sums AS (SELECT account_id, bucket, currency, sum(amount_minor) AS total FROM ledger_entries
+                          WHERE account_id = ANY ($1::uuid[]) GROUP BY 1, 2, 3),
+                snaps AS (SELECT account_id, bucket, currency, amount_minor FROM ledger_balances
+                           WHERE account_id = ANY ($1::uuid[]))
+           SELECT account_id, a.owner_id, a.kind, bucket, currency,
+                  coalesce(n.amount_minor, 0) AS snapshot_minor, coalesce(s.total, 0)::bigint AS computed_minor
+             FROM sums s FULL JOIN snaps n USING (account_id, bucket, currency)
+             JOIN ledger_accounts a ON a.id = account_id
+            WHERE coalesce(n.amount_minor, 0) <> coalesce(s.total, 0)
+            ORDER BY account_id, bucket, currency`,
+    values: [accountIds],
+  });
+}
+
+/**
+ * Locks the snapshot rows of accounts (and, for compensating postings, system:world's AVAILABLE
+ * rows) in ledger_post's order, inside the caller's transaction. A posting that wants one of
+ * these rows waits until the caller commits, and the caller waits for any posting already
+ * holding one, so the entries summed after this call are exactly the entries behind the rows.
+ */
+async function lockSnapshots(client: PoolClient, accountIds: readonly string[], worldAvailable: boolean): Promise<void> {
+  // Give up rather than queue for long behind a stuck transaction; the batch is retried.
+  await client.query("SET LOCAL lock_timeout = '10s'");
+  await one(client, z.object({ locked: z.number().int() }), {
+    name: 'reconcile-lock-snapshots',
+    text: 'SELECT ledger_lock_snapshots($1::uuid[], $2) AS locked',
+    values: [accountIds, worldAvailable],
+  });
+}
+
+const recomputedRow = z.object({
+  bucket: bucketEnum,
+  currency: currencyEnum,
+  snapshot_minor: z.bigint(),
+  computed_minor: z.bigint(),
+  corrected: z.boolean(),
+});
+type Recomputed = z.infer<typeof recomputedRow>;
+
+/**
+ * Rewrites the account's snapshot rows that differ from their entries (only `keys`,
+ * "BUCKET/CURRENCY", when given), under the locks `lockSnapshots` took. A user bucket whose
+ * entries sum below zero cannot be written (the non-negative CHECK) and comes back uncorrected.
+ */
+function recomputeSnapshots(client: PoolClient, account: AccountKey, keys: readonly string[] | null): Promise<Recomputed[]> {
+  return many(client, recomputedRow, {
+    name: 'reconcile-recompute-snapshots',
+    text: `WITH sums AS (SELECT bucket, currency, sum(amount_minor) AS total FROM ledger_entries
+                          WHERE account_id = $1 GROUP BY 1, 2),
+                snaps AS (SELECT bucket, currency, amount_minor FROM ledger_balances WHERE account_id = $1),
+                diff AS (SELECT bucket, currency, coalesce(n.amount_minor, 0) AS snapshot_minor,
+                                coalesce(s.total, 0)::bigint AS computed_minor
+                           FROM sums s FULL JOIN snaps n USING (bucket, currency)
+                          WHERE coalesce(n.amount_minor, 0) <> coalesce(s.total, 0)
+                            AND ($3::text[] IS NULL OR bucket || '/' || currency = ANY ($3::text[]))),
+                fixed AS (INSERT INTO ledger_balances AS b (account_id, bucket, currency, account_kind, amount_minor, version)
+                          SELECT $1, d.bucket, d.currency, $2::text, d.computed_minor, 1 FROM diff d
+                           WHERE $2::text = 'system' OR d.computed_minor >= 0
+                          ON CONFLICT (account_id, bucket, currency) DO UPDATE
+                             SET amount_minor = EXCLUDED.amount_minor, version = b.version + 1, updated_at = now()
+                          RETURNING b.bucket, b.currency)
+           SELECT d.bucket, d.currency, d.snapshot_minor, d.computed_minor, (f.bucket IS NOT NULL) AS corrected
+             FROM diff d LEFT JOIN fixed f USING (bucket, currency)
+            ORDER BY d.bucket, d.currency`,
+    values: [account.id, account.kind, keys],
+  });
+}
+
+const negativeUserBucketDetail =
+  'the entries of this user bucket sum below zero, which a snapshot cannot hold: run fix-negative-balances';
+
+function snapshotItem(
+  ownerId: string,
+  kind: 'user' | 'system',
+  diff: { bucket: Bucket; currency: Currency; snapshot_minor: bigint; computed_minor: bigint },
+  status: 'PLANNED' | 'FIXED',
+): ItemRecord {
+  const writable = kind === 'system' || diff.computed_minor >= 0n;
+  return {
+    key: bucketItemKey(ownerId, diff.bucket, diff.currency),
+    action: 'SNAPSHOT_CORRECTION',
+    status: writable ? status : 'SKIPPED',
+    ownerId,
+    bucket: diff.bucket,
+    currency: diff.currency,
+    snapshotMinor: diff.snapshot_minor,
+    computedMinor: diff.computed_minor,
+    amountMinor: null,
+    snapshotAfterMinor: writable ? diff.computed_minor : diff.snapshot_minor,
+    transactionId: null,
+    referenceTransactionId: null,
+    entries: null,
+    detail: writable ? null : negativeUserBucketDetail,
+  };
+}
+
+function groupByAccount<T extends { account_id: string }>(rows: readonly T[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const row of rows) {
+    const group = groups.get(row.account_id);
+    if (group === undefined) groups.set(row.account_id, [row]);
+    else group.push(row);
+  }
+  return groups;
+}
+
+/** fix-balance (one owner) and recalculate-snapshots (every account): snapshot := sum of entries. */
+const snapshotsPhase: ReconcilePhase = {
+  name: 'accounts',
+  async batch(pool, ctx, after, limit) {
+    const accounts = await pageAccounts(pool, {
+      after: parseAccountCursor(after),
+      limit,
+      ownerId: ctx.params.ownerId ?? null,
+      userOnly: false,
+    });
+    const next = accounts.length < limit ? null : (accounts[accounts.length - 1]?.id ?? null);
+    if (accounts.length === 0) return { scanned: 0, found: 0, next };
+    const diffs = await findSnapshotDiffs(
+      pool,
+      accounts.map((account) => account.id),
+    );
+    if (ctx.dryRun) {
+      await recordItems(
+        pool,
+        ctx.runId,
+        diffs.map((diff) => snapshotItem(diff.owner_id, diff.kind, diff, 'PLANNED')),
+      );
+      return { scanned: accounts.length, found: diffs.length, next };
+    }
+    const byAccount = groupByAccount(diffs);
+    let found = 0;
+    for (const account of accounts) {
+      if (!byAccount.has(account.id)) continue;
+      // Checked again under the lock: the difference seen above may have been a cache that a
+      // concurrent fix already corrected, and the lock makes the values exact.
+      found += await withTransaction(pool, async (client) => {
+        await lockSnapshots(client, [account.id], false);
+        const rows = await recomputeSnapshots(client, account, null);
+        const items = rows.map((row) => {
+          const item = snapshotItem(account.owner_id, account.kind, row, 'FIXED');
+          assert(row.corrected === (item.status === 'FIXED'), 'a writable snapshot was corrected');
+          return item;
+        });
+        await recordItems(client, ctx.runId, items);
+        return items.length;
+      });
+      ctx.progress();
+    }
+    return { scanned: accounts.length, found, next };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Negative user buckets
+// ---------------------------------------------------------------------------------------------
+
+const negativeRow = z.object({
+  account_id: z.string().uuid(),
+  owner_id: z.string(),
+  bucket: bucketEnum,
+  currency: currencyEnum,
+  snapshot_minor: z.bigint(),
+  computed_minor: z.bigint(),
+});
+
+/** User buckets of these accounts whose entries sum below zero, with their snapshots. */
+function findNegativeUserBuckets(db: Queryable, accountIds: readonly string[]) {
+  return many(db, negativeRow, {
+    name: 'reconcile-negative-user-buckets',
+    text: `WITH sums AS (SELECT account_id, bucket, currency, sum(amount_minor) AS total FROM ledger_entries
+                          WHERE account_id = ANY ($1::uuid[]) GROUP BY 1, 2, 3 HAVING sum(amount_minor) < 0)
+           SELECT s.account_id, a.owner_id, s.bucket, s.currency, coalesce(b.amount_minor, 0) AS snapshot_minor,
+                  s.total::bigint AS computed_minor
+             FROM sums s JOIN ledger_accounts a ON a.id = s.account_id AND a.kind = 'user'
+             LEFT JOIN ledger_balances b USING (account_id, bucket, currency)
+            ORDER BY s.account_id, s.bucket, s.currency`,
+    values: [accountIds],
+  });
+}
+
+function negativeBucketPosting(row: { owner_id: string; bucket: Bucket; currency: Currency; computed_minor: bigint }): Entry[] {
+  const amountMinor = -row.computed_minor;
+  assert(amountMinor > 0n, 'a negative bucket is brought up by a positive amount');
+  return [
+    { ownerId: worldOwnerId, bucket: 'AVAILABLE', currency: row.currency, amountMinor: -amountMinor },
+    { ownerId: row.owner_id, bucket: row.bucket, currency: row.currency, amountMinor },
+  ];
+}
+
+function errorDetail(error: unknown): string {
+  if (error instanceof DomainError) return `${error.code}: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * fix-negative-balances: a user bucket whose entries sum to -X gets a RECONCILIATION transaction
+ * system:world AVAILABLE -X -> bucket +X, and its snapshot is set to the entries' new sum (zero)
+ * in the same database transaction.
+ */
+const negativeBucketsPhase: ReconcilePhase = {
+  name: 'user-accounts',
+  async batch(pool, ctx, after, limit) {
+    const accounts = await pageAccounts(pool, { after: parseAccountCursor(after), limit, ownerId: null, userOnly: true });
+    const next = accounts.length < limit ? null : (accounts[accounts.length - 1]?.id ?? null);
+    if (accounts.length === 0) return { scanned: 0, found: 0, next };
+    const negatives = await findNegativeUserBuckets(
+      pool,
+      accounts.map((account) => account.id),
+    );
+    if (ctx.dryRun) {
+      await recordItems(
+        pool,
+        ctx.runId,
+        negatives.map((row) => ({
+          key: bucketItemKey(row.owner_id, row.bucket, row.currency),
+          action: 'COMPENSATING_POSTING',
+          status: 'PLANNED',
+          ownerId: row.owner_id,
+          bucket: row.bucket,
+          currency: row.currency,
+          snapshotMinor: row.snapshot_minor,
+          computedMinor: row.computed_minor,
+          amountMinor: -row.computed_minor,
+          snapshotAfterMinor: 0n,
+          transactionId: null,
+          referenceTransactionId: null,
+          entries: negativeBucketPosting(row),
+          detail: null,
+        })),
+      );
+      return { scanned: accounts.length, found: negatives.length, next };
+    }
+    const byAccount = groupByAccount(negatives);
+    let found = 0;
+    for (const account of accounts) {
+      if (!byAccount.has(account.id)) continue;
+      try {
+        found += await withTransaction(pool, async (client) => {
+          await lockSnapshots(client, [account.id], true);
+          const rows = await findNegativeUserBuckets(client, [account.id]);
+          const items: ItemRecord[] = [];
+          for (const row of rows) {
+            const key = bucketItemKey(row.owner_id, row.bucket, row.currency);
+            const entries = negativeBucketPosting(row);
+            const posted = await postTransaction(client, {
+              idempotencyKey: reconcileIdempotencyKey(ctx.runId, key),
+              txType: 'RECONCILIATION',
+              referenceType: 'reconciliation_run',
+              referenceId: ctx.runId,
+              description: `fix-negative-balances: ${key} entries summed to ${row.computed_minor.toString()}`,
+              entries,
+              allowFrozen: true,
+            });
+            const [realigned] = await recomputeSnapshots(client, account, [`${row.bucket}/${row.currency}`]);
+            assert(realigned === undefined || (realigned.corrected && realigned.computed_minor === 0n), 'the bucket is now zero');
+            items.push({
+              key,
+              action: 'COMPENSATING_POSTING',
+              status: 'FIXED',
+              ownerId: row.owner_id,
+              bucket: row.bucket,
+              currency: row.currency,
+              snapshotMinor: row.snapshot_minor,
+              computedMinor: row.computed_minor,
+              amountMinor: -row.computed_minor,
+              snapshotAfterMinor: 0n,
+              transactionId: posted.transactionId,
+              referenceTransactionId: null,
+              entries,
+              detail: posted.created ? null : 'booked by an earlier attempt of this batch',
+            });
+          }
+          await recordItems(client, ctx.runId, items);
+          return items.length;
+        });
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        // A refusal (not a lost connection) is this account's problem, not the run's: record it
+        // and go on. Nothing of this account's transaction was kept.
+        const failed = byAccount.get(account.id) ?? [];
+        await recordItems(
+          pool,
+          ctx.runId,
+          failed.map((row) => ({
+            key: bucketItemKey(row.owner_id, row.bucket, row.currency),
+            action: 'COMPENSATING_POSTING',
+            status: 'FAILED',
+            ownerId: row.owner_id,
+            bucket: row.bucket,
+            currency: row.currency,
+            snapshotMinor: row.snapshot_minor,
+            computedMinor: row.computed_minor,
+            amountMinor: -row.computed_minor,
+            snapshotAfterMinor: null,
+            transactionId: null,
+            referenceTransactionId: null,
+            entries: negativeBucketPosting(row),
+            detail: errorDetail(error),
+          })),
+        );
+        found += failed.length;
+      }
+      ctx.progress();
+    }
+    return { scanned: accounts.length, found, next };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Failures booked without their request
+// ---------------------------------------------------------------------------------------------
+
+/** A compensating posting names the transaction it reverses: reference (ledger_transaction, id). */
+const reversalReferenceType = 'ledger_transaction';
+
+const failureRow = z.object({
+  id: z.string().uuid(),
+  seq: z.bigint(),
+  reference_id: z.string().nullable(),
+  has_request: z.boolean(),
+  compensated: z.boolean(),
+  entries: z.array(
+    z.object({
+      owner_id: z.string(),
+      kind: z.enum(['user', 'system']),
+      bucket: bucketEnum,
+      currency: currencyEnum,
+      amount_minor: z.string(),
+    }),
+  ),
+});
+type FailureRow = z.infer<typeof failureRow>;
+
+const failureColumns = `t.id, t.seq, t.reference_id,
+       EXISTS (SELECT 1 FROM ledger_transactions r WHERE r.reference_id = t.reference_id AND r.tx_type = $2) AS has_request,
+       EXISTS (SELECT 1 FROM ledger_transactions c WHERE c.reference_type = '${reversalReferenceType}'
+                  AND c.reference_id = t.id::text AND c.tx_type = 'RECONCILIATION') AS compensated,
+       (SELECT json_agg(json_build_object('owner_id', a.owner_id, 'kind', a.kind, 'bucket', e.bucket, 'currency', e.currency,
+                                          'amount_minor', e.amount_minor::text) ORDER BY e.id)
+          FROM ledger_entries e JOIN ledger_accounts a ON a.id = e.account_id WHERE e.transaction_id = t.id) AS entries`;
+
+const bucketStateRow = z.object({ snapshot_minor: z.bigint(), computed_minor: z.bigint() });
+
+/** One bucket's snapshot and the sum of its entries, in one consistent view. */
+function bucketState(db: Queryable, ownerId: string, bucket: Bucket, currency: Currency) {
+  return one(db, bucketStateRow, {
+    name: 'reconcile-bucket-state',
+    text: `SELECT coalesce((SELECT b.amount_minor FROM ledger_balances b WHERE b.account_id = a.id AND b.bucket = $2
+                              AND b.currency = $3), 0) AS snapshot_minor,
+                  coalesce((SELECT sum(e.amount_minor) FROM ledger_entries e WHERE e.account_id = a.id AND e.bucket = $2
+                              AND e.currency = $3), 0)::bigint AS computed_minor
+             FROM (SELECT id FROM ledger_accounts WHERE owner_id = $1) a`,
+    values: [ownerId, bucket, currency],
+  });
+}
+
+interface PlannedReversal {
+  key: string;
+  failure: FailureRow;
+  /** The user PENDING leg the failure debited: the compensating credit goes back there. */
+  credited: { ownerId: string; bucket: Bucket; currency: Currency; amountMinor: bigint } | null;
+  entries: Entry[];
+  /** Legs of the reversal that take value out of a user bucket (the ledger checks their funds). */
+  userDebits: Entry[];
+  skipReason: string | null;
+}
+
+function planReversal(failure: FailureRow): PlannedReversal {
+  // Every leg negated, debits first (the money model's "from -> to" order).
+  const entries: Entry[] = failure.entries
+    .map((entry) => ({ ownerId: entry.owner_id, bucket: entry.bucket, currency: entry.currency, amountMinor: -BigInt(entry.amount_minor) }))
+    .sort((a, b) => (a.amountMinor < 0n ? 0 : 1) - (b.amountMinor < 0n ? 0 : 1));
+  const debitedPending = failure.entries.filter(
+    (entry) => entry.kind === 'user' && entry.bucket === 'PENDING' && BigInt(entry.amount_minor) < 0n,
+  );
+  const [leg] = debitedPending;
+  const credited =
+    debitedPending.length === 1 && leg !== undefined
+      ? { ownerId: leg.owner_id, bucket: leg.bucket, currency: leg.currency, amountMinor: -BigInt(leg.amount_minor) }
+      : null;
+  let skipReason: string | null = null;
+  if (failure.reference_id === null) {
+    skipReason = 'the failure has no reference id, so no request can be matched to it: review it by hand';
+  } else if (credited === null || entries.length !== 2) {
+    skipReason = 'the failure does not have the money model shape (one user PENDING debit and one credit): review it by hand';
+  }
+  const userDebits: Entry[] = failure.entries
+    .filter((entry) => entry.kind === 'user' && BigInt(entry.amount_minor) > 0n)
+    .map((entry) => ({
+      ownerId: entry.owner_id,
+      bucket: entry.bucket,
+      currency: entry.currency,
+      amountMinor: BigInt(entry.amount_minor),
+    }));
+  return { key: `reversal/${failure.id}`, failure, credited, entries, userDebits, skipReason };
+}
+
+/**
+ * fix-failed-pending, ledger side: a failure transaction (REDEEM_FAILED: bearer PENDING ->
+ * issuer PROMISED; CHARGE_FAILED: owner PENDING -> world PENDING) whose reference has no request
+ * transaction (REDEEM_REQUESTED, CHARGE_CREATED) took PENDING that was never credited. It is
+ * reversed by a RECONCILIATION transaction with every leg negated, which credits the PENDING
+ * back; the reversal names the failure (reference ledger_transaction/<id>), so a later run sees
+ * it compensated.
+ */
+function ledgerFailuresPhase(name: string, failureType: TxType, requestType: TxType): ReconcilePhase {
+  return {
+    name,
+    async batch(pool, ctx, after, limit) {
+      if (after !== null && !/^\d{1,19}$/.test(after)) throw new Error(`transaction cursor ${after} is not a seq`);
+      const failures = await many(pool, failureRow, {
+        name: 'reconcile-failures-page',
+        text: `SELECT ${failureColumns} FROM ledger_transactions t
+                WHERE t.tx_type = $1 AND t.seq > $3 ORDER BY t.seq LIMIT $4`,
+        values: [failureType, requestType, after ?? '0', limit],
+      });
+      const next = failures.length < limit ? null : (failures[failures.length - 1]?.seq.toString() ?? null);
+      const unmatched = failures.filter((failure) => !failure.has_request && !failure.compensated).map(planReversal);
+      let found = 0;
+      for (const plan of unmatched) {
+        if (ctx.dryRun || plan.skipReason !== null) {
+          await recordItems(pool, ctx.runId, [await describeReversal(pool, plan, plan.skipReason === null ? 'PLANNED' : 'SKIPPED')]);
+          found += 1;
+          continue;
+        }
+        const outcome = await reverse(pool, ctx, plan, failureType, requestType);
+        if (outcome.kind === 'nothing-to-do') continue;
+        // A booked reversal was recorded with its posting; a refused one is recorded here.
+        if (outcome.kind === 'refused') await recordItems(pool, ctx.runId, [outcome.item]);
+        found += 1;
+        ctx.progress();
+      }
+      return { scanned: failures.length, found, next };
+    },
+  };
+}
+
+/**
+ * Why the ledger would refuse the reversal now, or null: a user bucket it takes from holds less
+ * than the amount (ledger_post checks the snapshot). A dry run reports such an item as FAILED,
+ * as the real run would.
+ */
+async function refusalOf(db: Queryable, plan: PlannedReversal): Promise<string | null> {
+  for (const debit of plan.userDebits) {
+    const state = await bucketState(db, debit.ownerId, debit.bucket, debit.currency);
+    if (state.snapshot_minor < debit.amountMinor) {
+      return (
+        `would be refused: INSUFFICIENT_FUNDS: ${debit.ownerId} ${debit.bucket} ${debit.currency} holds ` +
+        `${state.snapshot_minor.toString()} of the ${debit.amountMinor.toString()} minor units to take back`
+      );
+    }
+  }
+  return null;
+}
+
+/** The item of a reversal that is not booked: PLANNED (dry run), SKIPPED or FAILED. */
+async function describeReversal(
+  db: Queryable,
+  plan: PlannedReversal,
+  requested: 'PLANNED' | 'SKIPPED' | 'FAILED',
+  requestedDetail: string | null = plan.skipReason,
+): Promise<ItemRecord> {
+  const leg = plan.credited ?? legOf(plan.failure);
+  const state = await bucketState(db, leg.ownerId, leg.bucket, leg.currency);
+  const refusal = requested === 'PLANNED' ? await refusalOf(db, plan) : null;
+  const status = refusal === null ? requested : 'FAILED';
+  const detail = refusal ?? requestedDetail;
+  return {
+    key: plan.key,
+    action: 'COMPENSATING_POSTING',
+    status,
+    ownerId: leg.ownerId,
+    bucket: leg.bucket,
+    currency: leg.currency,
+    snapshotMinor: state.snapshot_minor,
+    computedMinor: state.computed_minor,
+    amountMinor: leg.amountMinor,
+    snapshotAfterMinor: status === 'PLANNED' ? state.snapshot_minor + leg.amountMinor : state.snapshot_minor,
+    transactionId: null,
+    referenceTransactionId: plan.failure.id,
+    entries: plan.entries,
+    detail,
+  };
+}
+
+/** The first debited leg of a failure that does not have the expected shape (for the report). */
+function legOf(failure: FailureRow): { ownerId: string; bucket: Bucket; currency: Currency; amountMinor: bigint } {
+  const entry = failure.entries.find((candidate) => BigInt(candidate.amount_minor) < 0n) ?? failure.entries[0];
+  assert(entry !== undefined, 'a ledger transaction has entries');
+  const amount = BigInt(entry.amount_minor);
+  return { ownerId: entry.owner_id, bucket: entry.bucket, currency: entry.currency, amountMinor: amount < 0n ? -amount : amount };
+}
+
+/**
+ * Books one reversal. Serialised per failure with a transaction-scoped advisory lock and checked
+ * again under it, so two runs never both reverse the same failure.
+ */
+async function reverse(
+  pool: Pool,
+  ctx: ReconcileContext,
+  plan: PlannedReversal,
+  failureType: TxType,
+  requestType: TxType,
+): Promise<{ kind: 'booked'; item: ItemRecord } | { kind: 'refused'; item: ItemRecord } | { kind: 'nothing-to-do' }> {
+  const credited = plan.credited;
+  assert(credited !== null, 'only well-formed failures are reversed');
+  try {
+    return await withTransaction(pool, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`reconcile:${plan.key}`]);
+      const current = await maybeOne(client, failureRow, {
+        name: 'reconcile-failure-recheck',
+        text: `SELECT ${failureColumns} FROM ledger_transactions t WHERE t.id = $1 AND t.tx_type = $3`,
+        values: [plan.failure.id, requestType, failureType],
+      });
+      if (current === null || current.has_request || current.compensated) return { kind: 'nothing-to-do' as const };
+      const before = await bucketState(client, credited.ownerId, credited.bucket, credited.currency);
+      const posted = await postTransaction(client, {
+        idempotencyKey: reconcileIdempotencyKey(ctx.runId, plan.key),
+        txType: 'RECONCILIATION',
+        referenceType: reversalReferenceType,
+        referenceId: plan.failure.id,
+        description: `fix-failed-pending: reverses ${failureType} without ${requestType} (run ${ctx.runId})`,
+        entries: plan.entries,
+        allowFrozen: true,
+      });
+      const after = await bucketState(client, credited.ownerId, credited.bucket, credited.currency);
+      const item: ItemRecord = {
+        key: plan.key,
+        action: 'COMPENSATING_POSTING',
+        status: 'FIXED',
+        ownerId: credited.ownerId,
+        bucket: credited.bucket,
+        currency: credited.currency,
+        snapshotMinor: before.snapshot_minor,
+        computedMinor: before.computed_minor,
+        amountMinor: credited.amountMinor,
+        snapshotAfterMinor: after.snapshot_minor,
+        transactionId: posted.transactionId,
+        referenceTransactionId: plan.failure.id,
+        entries: plan.entries,
+        detail: null,
+      };
+      // Recorded with the posting, in the same transaction: both or neither.
+      await recordItems(client, ctx.runId, [item]);
+      return { kind: 'booked' as const, item };
+    });
+  } catch (error) {
+    // A refusal (e.g. the issuer's PROMISED no longer holds the amount) is this item's problem,
+    // not the run's: nothing of it was kept, and it is reported for a person to look at.
+    if (!(error instanceof DomainError)) throw error;
+    return { kind: 'refused', item: await describeReversal(pool, plan, 'FAILED', errorDetail(error)) };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tools
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Every tool's phases, in order. Adding a tool: one entry in `src/reconciliation/tools.ts` (the
+ * API route comes from it) and its phases here; adding a part to a tool (fix-failed-pending's
+ * redemption and charge tables, when they exist): one more phase in its list.
+ */
+const phasesByTool: Record<ReconcileTool, readonly ReconcilePhase[]> = {
+  'fix-balance': [snapshotsPhase],
+  'recalculate-snapshots': [snapshotsPhase],
+  'fix-negative-balances': [negativeBucketsPhase],
+  'fix-failed-pending': [
+    ledgerFailuresPhase('redeem-failed', 'REDEEM_FAILED', 'REDEEM_REQUESTED'),
+    ledgerFailuresPhase('charge-failed', 'CHARGE_FAILED', 'CHARGE_CREATED'),
+  ],
+};
