@@ -146,6 +146,11 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
       });
     },
 
+    async loadRedemption(input: { redemptionId: string }): Promise<RedemptionState | null> {
+      const row = await getRedemption(pool, input.redemptionId);
+      return row === null ? null : toRedemptionState(row);
+    },
+
     /** Creates the Pix payout at the gateway, or finds the one already created (same idempotency key). */
     async createPayout(input: { redemptionId: string }): Promise<{ transferId: string | null; status: PayoutStatus }> {
       const row = await load(input.redemptionId);

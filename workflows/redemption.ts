@@ -44,6 +44,12 @@ export interface RedemptionWorkflowInput {
   tokenId: string;
   /** How long to wait for a webhook before asking the gateway. */
   webhookWaitMs: number;
+  /**
+   * Set by an operator's retry (pending-transfers reconciliation): the redemption row exists
+   * already, so the workflow loads it instead of waiting for the opening update. The payout's
+   * idempotency key is the redemption id, so a resumed run never pays twice.
+   */
+  resume?: boolean;
 }
 
 export type RedemptionWorkflowResult = { status: 'REFUSED'; code: string } | { status: 'SETTLED' | 'FAILED'; state: RedemptionState };
@@ -91,7 +97,13 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
     }
   });
 
-  if (!(await condition(() => opened !== undefined || refusedCode !== undefined, '5 minutes'))) refusedCode = 'NO_OPEN_UPDATE';
+  if (input.resume === true) {
+    const loaded = await activities.loadRedemption({ redemptionId: input.redemptionId });
+    if (loaded === null) refusedCode = 'NOT_FOUND';
+    else opened = loaded;
+  } else if (!(await condition(() => opened !== undefined || refusedCode !== undefined, '5 minutes'))) {
+    refusedCode = 'NO_OPEN_UPDATE';
+  }
   if (opened === undefined) {
     await condition(allHandlersFinished);
     return { status: 'REFUSED', code: refusedCode ?? 'UNKNOWN' };

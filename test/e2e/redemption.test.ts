@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { temporalCliJson } from '../support/temporal-cli.ts';
 import { findViolations } from '../../db/ledger.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
@@ -33,6 +37,16 @@ async function fund(wallet: TestWallet, amount: string) {
 async function balance(wallet: TestWallet | string) {
   const owner = typeof wallet === 'string' ? wallet : wallet.pubkey;
   return (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${owner}` })).json();
+}
+
+/** Replays a finished workflow's history against the current code and, on request, records it. */
+async function record(workflowId: string, name: string): Promise<void> {
+  const history = await h.t.temporal.workflow.getHandle(workflowId).fetchHistory();
+  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
+  if (process.env.RECORD_HISTORIES === '1') {
+    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
+    writeFileSync(fileURLToPath(new URL(`../workflows/histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
+  }
 }
 
 const redeem = (body: object) => h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: body });
@@ -76,6 +90,12 @@ describe('redemption through the gateway', () => {
     const transactions = (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${d.pubkey}/transactions` })).json();
     expect(transactions.map((tx: { tx_type: string }) => tx.tx_type).sort()).toEqual(['REDEEM_REQUESTED', 'REDEEM_SETTLED']);
     expect(await findViolations(h.t.db.pool)).toEqual([]);
+    await record(opened.workflow_id, 'redemption-settled');
+    const event = await h.t.db.pool.query(`SELECT event_id FROM webhook_inbox WHERE event_type = 'TRANSFER_DONE' AND status = 'PROCESSED' LIMIT 1`);
+    await record(`webhook-gateway-${event.rows[0].event_id}`, 'webhook-event-processed');
+    const listed = (await h.t.app.inject({ method: 'GET', url: '/api/v1/admin/redemptions?status=SETTLED', headers: h.admin })).json();
+    expect(listed.some((r: { redemption_id: string }) => r.redemption_id === opened.redemption_id)).toBe(true);
+    expect((await h.t.app.inject({ method: 'GET', url: '/api/v1/admin/redemptions' })).statusCode).toBe(401);
   });
 
   it('the same PLC redeemed concurrently through two forks by many requests pays out exactly once', async () => {
@@ -116,6 +136,7 @@ describe('redemption through the gateway', () => {
     await h.t.db.pool.query(`UPDATE redemptions SET destination = 'someone-else@example.com' WHERE id = $1`, [opened.redemption_id]);
     const result = await h.t.temporal.workflow.getHandle(opened.workflow_id).result();
     expect(result).toMatchObject({ status: 'FAILED' });
+    await record(opened.workflow_id, 'redemption-failed-validation');
     const status = (await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` })).json();
     expect(status).toMatchObject({ status: 'TRANSFERRED', redemption_in_flight: false });
     expect(await balance(a)).toMatchObject({ available: '7.00', promised: '3.00' });
