@@ -58,7 +58,7 @@ export function toLedgerError(error: unknown): unknown {
     case 'PL004':
       return new DomainError('LEDGER_UNBALANCED', 'the ledger refused an unbalanced transaction');
     case 'PL005':
-      return new DomainError('LEDGER_UNBALANCED', `invalid posting: ${pgError.detail ?? ''}`);
+      return new DomainError('LEDGER_INVALID_POSTING', `invalid posting: ${pgError.detail ?? ''}`);
     default:
       return error;
   }

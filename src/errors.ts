@@ -20,6 +20,7 @@ export const errorCodes = [
   'ACCOUNT_FROZEN',
   'ACCOUNT_NOT_FOUND',
   'LEDGER_UNBALANCED',
+  'LEDGER_INVALID_POSTING',
   'IDEMPOTENCY_KEY_REUSED',
   'IDEMPOTENCY_REQUEST_IN_PROGRESS',
   // PLCs and the offline protocol

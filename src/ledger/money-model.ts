@@ -133,9 +133,10 @@ export const moneyModel = {
     move('RISK_RELEASE', currency, amountMinor, { ownerId, bucket: 'HELD' }, { ownerId, bucket: 'AVAILABLE' }),
 } as const;
 
-/** Sum per currency; a valid posting has every sum zero and at least two entries. */
+/** Sum per currency; a valid posting has every sum zero, at least two entries and no zero entry. */
 export function isBalanced(entries: readonly Entry[]): boolean {
   if (entries.length < 2) return false;
+  if (entries.some((entry) => entry.amountMinor === 0n)) return false;
   const sums = new Map<string, bigint>();
   for (const entry of entries) sums.set(entry.currency, (sums.get(entry.currency) ?? 0n) + entry.amountMinor);
   return [...sums.values()].every((sum) => sum === 0n);
