@@ -1,5 +1,6 @@
 import type { Pool } from '../db/pool.ts';
 import type { GatewayClient } from '../gateway/index.ts';
+import { createChargeActivities } from './charges.ts';
 import { createLedgerActivities } from './ledger.ts';
 import { createReconciliationActivities } from './reconciliation.ts';
 import { createExpireSweepActivities, createPlcActivities } from './plc.ts';
@@ -20,6 +21,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createExpireSweepActivities(deps),
     ...createRedemptionActivities(deps),
     ...createWebhookActivities(deps),
+    ...createChargeActivities(deps),
   };
 }
 

@@ -18,6 +18,7 @@ import { balanceRoutes, promiseRoutes } from './routes/balance.ts';
 import { healthRoutes } from './routes/health.ts';
 import { plcRoutes } from './routes/plc.ts';
 import { redeemRoutes } from './routes/redeem.ts';
+import { chargeRoutes } from './routes/charges.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { devRoutes } from './routes/dev.ts';
 import { devEndpointsEnabled } from '../infra/config.ts';
@@ -77,6 +78,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(plcRoutes, { prefix: '/api/v1' });
   await app.register(adminPlcRoutes, { prefix: '/api/v1/admin' });
   await app.register(redeemRoutes, { prefix: '/api/v1' });
+  await app.register(chargeRoutes, { prefix: '/api/v1' });
   await app.register(webhookRoutes, { prefix: '/api/v1' });
   if (devEndpointsEnabled(options.deps.config)) await app.register(devRoutes, { prefix: '/api/v1/dev' });
   await app.register(adminReconcileRoutes, { prefix: '/api/v1/admin/reconcile' });

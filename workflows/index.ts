@@ -1,4 +1,5 @@
 /** Every workflow the worker runs; one file per business process. */
+export { chargeWorkflow, createChargeUpdate } from './charge.ts';
 export { depositWorkflow, bookDepositUpdate } from './deposit.ts';
 export { expireTokensWorkflow } from './expire-sweep.ts';
 export { plcWorkflow, issuePlcUpdate, cancelPlcUpdate, plcTransferredSignal, plcRedemptionFinishedSignal } from './plc.ts';
