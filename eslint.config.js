@@ -41,6 +41,11 @@ export default tseslint.config(
           patterns: [
             { group: ['../activities/*', '../activities/**'], allowTypeImports: true, message: 'import activities as types only' },
             { group: ['../db/*', '../api/*', '../infra/*', '../worker/*'], message: 'workflows do no I/O' },
+            {
+              group: ['../gateway/*', '!../gateway/status.ts', '!../gateway/types.ts'],
+              allowTypeImports: true,
+              message: 'workflows use only the gateway vocabulary (status.ts, types.ts), never the client',
+            },
           ],
         },
       ],

@@ -10,7 +10,7 @@ import {
 } from '@temporalio/workflow';
 import type { ChargeActivities, ChargeState, OpenChargeInput } from '../activities/charges.ts';
 import { paymentStatuses, type PaymentStatus } from '../gateway/types.ts';
-import { isFinalPaymentStatus, isPaidPaymentStatus, shouldApplyPaymentStatus } from '../gateway/webhooks.ts';
+import { isFinalPaymentStatus, isPaidPaymentStatus, shouldApplyPaymentStatus } from '../gateway/status.ts';
 import { paymentEventSignal } from './charge-signals.ts';
 import { failureType } from './failure-type.ts';
 import { businessStatusKey, referenceIdKey } from './search-attributes.ts';
