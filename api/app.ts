@@ -15,6 +15,7 @@ import { adminPlcRoutes } from './routes/admin-plc.ts';
 import { adminReconcileRoutes } from './routes/admin-reconcile.ts';
 import { authRoutes } from './routes/auth.ts';
 import { balanceRoutes, promiseRoutes } from './routes/balance.ts';
+import { balanceReconcileRoutes } from './routes/balance-reconcile.ts';
 import { healthRoutes } from './routes/health.ts';
 import { plcRoutes } from './routes/plc.ts';
 import { redeemRoutes } from './routes/redeem.ts';
@@ -74,6 +75,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(authRoutes, { prefix: '/api/v1/auth' });
   await app.register(balanceRoutes, { prefix: '/api/v1/balance' });
   await app.register(promiseRoutes, { prefix: '/api/v1/balance' });
+  await app.register(balanceReconcileRoutes, { prefix: '/api/v1/balance' });
   await app.register(adminLedgerRoutes, { prefix: '/api/v1/admin' });
   await app.register(plcRoutes, { prefix: '/api/v1' });
   await app.register(adminPlcRoutes, { prefix: '/api/v1/admin' });

@@ -1,17 +1,19 @@
 import { z } from 'zod';
 import { assert, DomainError } from '../src/errors.ts';
-import { buckets, worldOwnerId, type Bucket, type Entry, type TxType } from '../src/ledger/money-model.ts';
+import { buckets, isSystemOwner, moneyModel, worldOwnerId, type Bucket, type Entry, type TxType } from '../src/ledger/money-model.ts';
 import { currencies, type Currency } from '../src/money/currency.ts';
 import {
   bucketItemKey,
   dryRunBudgetMs,
   dryRunItemsMax,
+  isGatewayTool,
   isReconcileTool,
   reconcileIdempotencyKey,
   reconcileScope,
   reportItemsMax,
   type ItemAction,
   type ItemStatus,
+  type LedgerReconcileTool,
   type ReconcileCounts,
   type ReconcileItemReport,
   type ReconcileParams,
@@ -31,7 +33,10 @@ import { exec, many, maybeOne, one } from './sql.ts';
  * and checks again under the lock, and records what it did in reconciliation_items in that same
  * transaction. Ledger changes are ordinary ledger transactions booked with `postTransaction`
  * under `reconcile:<run_id>:<item key>`; snapshot rows are a cache and are rewritten in place,
- * and only here.
+ * and only here. A settlement row (PLC, charge, redemption) whose own booking is missing gets
+ * that booking under the owning code's own idempotency key instead (`rowRepairPhase`), so the
+ * owner and the repair can never both book it. The gateway tools' SQL is in
+ * db/reconciliation-gateway.ts.
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -41,7 +46,7 @@ import { exec, many, maybeOne, one } from './sql.ts';
 const bucketEnum = z.enum(buckets);
 const currencyEnum = z.enum(currencies as [Currency, ...Currency[]]);
 const toolSchema = z.string().refine(isReconcileTool, 'unknown reconcile tool');
-const paramsSchema = z.object({ ownerId: z.string().optional() });
+const paramsSchema = z.object({ ownerId: z.string().optional(), expiryGraceMs: z.number().int().optional() });
 
 const runRow = z.object({
   id: z.string().uuid(),
@@ -260,7 +265,7 @@ export async function readReport(db: Queryable, runId: string): Promise<Reconcil
 }
 
 /** What a phase found or did about one bucket (or one transaction). */
-interface ItemRecord {
+export interface ItemRecord {
   key: string;
   action: ItemAction;
   status: ItemStatus;
@@ -278,7 +283,7 @@ interface ItemRecord {
 }
 
 /** Records items once per run and key: a retried batch records nothing twice. */
-async function recordItems(db: Queryable, runId: string, items: readonly ItemRecord[]): Promise<void> {
+export async function recordItems(db: Queryable, runId: string, items: readonly ItemRecord[]): Promise<void> {
   if (items.length === 0) return;
   const rows = items.map((item) => ({
     item_key: item.key,
@@ -332,7 +337,7 @@ export interface ReconcileContext {
   progress: () => void;
 }
 
-interface PhaseBatch {
+export interface PhaseBatch {
   scanned: number;
   found: number;
   /** The last key looked at, or null when the phase has nothing after this batch. */
@@ -344,7 +349,7 @@ interface PhaseBatch {
  * (null: from the start), records what it found (and, in a real run, fixed) and returns the
  * last key it looked at.
  */
-interface ReconcilePhase {
+export interface ReconcilePhase {
   name: string;
   batch(pool: Pool, ctx: ReconcileContext, after: string | null, limit: number): Promise<PhaseBatch>;
 }
@@ -369,24 +374,41 @@ export async function reconcileBatch(
   limit: number,
 ): Promise<BatchResult> {
   assert(Number.isInteger(limit) && limit >= 1 && limit <= 10_000, 'batch size within 1..10000');
+  if (isGatewayTool(ctx.tool)) throw new Error(`${ctx.tool} is a gateway tool: its batches run in db/reconciliation-gateway.ts`);
   const phases = phasesByTool[ctx.tool];
-  let phaseIndex = 0;
+  const { index, phase, after } = phaseAt(phases, ctx.tool, cursor);
+  const result = await phase.batch(pool, ctx, after, limit);
+  return { phase: phase.name, scanned: result.scanned, found: result.found, cursor: cursorAfter(phases, index, result.next) };
+}
+
+/** The phase a cursor (`<phase>:<last key>`, null: the start) points into, and the key to go on after. */
+export function phaseAt<P extends { name: string }>(
+  phases: readonly P[],
+  tool: ReconcileTool,
+  cursor: string | null,
+): { index: number; phase: P; after: string | null } {
+  let index = 0;
   let after: string | null = null;
   if (cursor !== null) {
     const separator = cursor.indexOf(':');
     const name = separator < 0 ? cursor : cursor.slice(0, separator);
-    phaseIndex = phases.findIndex((phase) => phase.name === name);
-    if (phaseIndex < 0) throw new Error(`cursor ${cursor} names no phase of ${ctx.tool}`);
+    index = phases.findIndex((phase) => phase.name === name);
+    if (index < 0) throw new Error(`cursor ${cursor} names no phase of ${tool}`);
     const key = separator < 0 ? '' : cursor.slice(separator + 1);
     after = key === '' ? null : key;
   }
-  const phase = phases[phaseIndex];
+  const phase = phases[index];
   assert(phase !== undefined, 'every tool has at least one phase');
-  const result = await phase.batch(pool, ctx, after, limit);
-  let next: string | null = null;
-  if (result.next !== null) next = `${phase.name}:${result.next}`;
-  else if (phaseIndex + 1 < phases.length) next = `${phases[phaseIndex + 1]?.name ?? ''}:`;
-  return { phase: phase.name, scanned: result.scanned, found: result.found, cursor: next };
+  return { index, phase, after };
+}
+
+/** The cursor after a batch of phase `index` that ended at `next` (null: the phase is done). */
+export function cursorAfter(phases: readonly { name: string }[], index: number, next: string | null): string | null {
+  const phase = phases[index];
+  assert(phase !== undefined, 'the phase exists');
+  if (next !== null) return `${phase.name}:${next}`;
+  const following = phases[index + 1];
+  return following === undefined ? null : `${following.name}:`;
 }
 
 /**
@@ -396,8 +418,30 @@ export async function reconcileBatch(
  */
 export async function runDryReconciliation(
   pool: Pool,
-  input: { runId: string; tool: ReconcileTool; params: ReconcileParams; requestedBy: string; batchSize: number },
-  limits: { budgetMs: number; itemsMax: number } = { budgetMs: dryRunBudgetMs, itemsMax: dryRunItemsMax },
+  input: DryRunInput,
+  limits: DryRunLimits = { budgetMs: dryRunBudgetMs, itemsMax: dryRunItemsMax },
+): Promise<ReconcileReport> {
+  return runDryBatches(pool, input, (ctx, cursor) => reconcileBatch(pool, ctx, cursor, input.batchSize), limits);
+}
+
+export interface DryRunInput {
+  runId: string;
+  tool: ReconcileTool;
+  params: ReconcileParams;
+  requestedBy: string;
+  batchSize: number;
+}
+export interface DryRunLimits {
+  budgetMs: number;
+  itemsMax: number;
+}
+
+/** The dry run's loop for any kind of tool: records the run, runs `batch` until done or bounded, ends the run. */
+export async function runDryBatches(
+  pool: Pool,
+  input: DryRunInput,
+  batch: (ctx: ReconcileContext, cursor: string | null) => Promise<{ scanned: number; found: number; cursor: string | null }>,
+  limits: DryRunLimits = { budgetMs: dryRunBudgetMs, itemsMax: dryRunItemsMax },
 ): Promise<ReconcileReport> {
   await createRun(pool, { ...input, dryRun: true, workflowId: null });
   const ctx: ReconcileContext = { runId: input.runId, tool: input.tool, params: input.params, dryRun: true, progress: () => {} };
@@ -410,7 +454,7 @@ export async function runDryReconciliation(
   try {
     // Bounded by the deadline and the item count; the batch count bound is a backstop.
     for (let round = 0; round < 1_000_000; round += 1) {
-      const result = await reconcileBatch(pool, ctx, cursor, input.batchSize);
+      const result = await batch(ctx, cursor);
       scanned += result.scanned;
       found += result.found;
       batches += 1;
@@ -665,7 +709,7 @@ function negativeBucketPosting(row: { owner_id: string; bucket: Bucket; currency
   ];
 }
 
-function errorDetail(error: unknown): string {
+export function errorDetail(error: unknown): string {
   if (error instanceof DomainError) return `${error.code}: ${error.message}`;
   return error instanceof Error ? error.message : String(error);
 }
@@ -820,14 +864,14 @@ const failureColumns = `t.id, t.seq, t.reference_id,
 const bucketStateRow = z.object({ snapshot_minor: z.bigint(), computed_minor: z.bigint() });
 
 /** One bucket's snapshot and the sum of its entries, in one consistent view. */
-function bucketState(db: Queryable, ownerId: string, bucket: Bucket, currency: Currency) {
+export function bucketState(db: Queryable, ownerId: string, bucket: Bucket, currency: Currency) {
+  // Zero for an owner the ledger has not seen yet (a settlement row can name one).
   return one(db, bucketStateRow, {
     name: 'reconcile-bucket-state',
-    text: `SELECT coalesce((SELECT b.amount_minor FROM ledger_balances b WHERE b.account_id = a.id AND b.bucket = $2
-                              AND b.currency = $3), 0) AS snapshot_minor,
-                  coalesce((SELECT sum(e.amount_minor) FROM ledger_entries e WHERE e.account_id = a.id AND e.bucket = $2
-                              AND e.currency = $3), 0)::bigint AS computed_minor
-             FROM (SELECT id FROM ledger_accounts WHERE owner_id = $1) a`,
+    text: `SELECT coalesce((SELECT b.amount_minor FROM ledger_balances b JOIN ledger_accounts a ON a.id = b.account_id
+                             WHERE a.owner_id = $1 AND b.bucket = $2 AND b.currency = $3), 0) AS snapshot_minor,
+                  coalesce((SELECT sum(e.amount_minor) FROM ledger_entries e JOIN ledger_accounts a ON a.id = e.account_id
+                             WHERE a.owner_id = $1 AND e.bucket = $2 AND e.currency = $3), 0)::bigint AS computed_minor`,
     values: [ownerId, bucket, currency],
   });
 }
@@ -1031,20 +1075,554 @@ async function reverse(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Settlement rows whose own booking is missing
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * What a row repair books: exactly the posting the owning code books for this row (same type,
+ * reference and entries), under the owning code's own idempotency key. The owner and the repair
+ * can therefore never both book it: whichever comes second gets the first one's transaction back.
+ */
+interface RowRepairPlan {
+  itemKey: string;
+  idempotencyKey: string;
+  txType: TxType;
+  referenceType: string;
+  referenceId: string;
+  entries: Entry[];
+  /** The user bucket the item is about (its snapshot before and after are reported). */
+  ownerId: string;
+  bucket: Bucket;
+  currency: Currency;
+  amountMinor: bigint;
+  /** The booking this one completes, when it exists in the ledger. */
+  referenceTransactionId: string | null;
+  description: string;
+}
+
+/**
+ * A phase over one settlement table (plcs, charges, redemptions) keyed by uuid: `candidates`
+ * finds rows whose booking is missing, read-only; a real run then takes each row's lock
+ * (`recheck`, with FOR UPDATE), checks again, books the plan, points the row at the booking
+ * (`afterPost`) and records the item, all in one database transaction.
+ */
+interface RowRepairSpec<R> {
+  name: string;
+  candidates(db: Queryable, ctx: ReconcileContext, after: string | null, limit: number): Promise<R[]>;
+  recheck(client: PoolClient, ctx: ReconcileContext, key: string): Promise<R | null>;
+  key(row: R): string;
+  plan(row: R): RowRepairPlan;
+  afterPost(client: PoolClient, row: R, transactionId: string): Promise<void>;
+}
+
+function parseUuidCursor(after: string | null): string | null {
+  if (after !== null && !uuidPattern.test(after)) throw new Error(`cursor ${after} is not a uuid`);
+  return after;
+}
+
+/**
+ * Why the ledger would refuse the posting now, or null: a user bucket it takes from holds less
+ * than the amount (ledger_post checks the snapshot). A dry run reports such an item as FAILED,
+ * as the real run would.
+ */
+async function foreseenRefusal(db: Queryable, entries: readonly Entry[]): Promise<string | null> {
+  for (const entry of entries) {
+    if (entry.amountMinor >= 0n || isSystemOwner(entry.ownerId)) continue;
+    const state = await bucketState(db, entry.ownerId, entry.bucket, entry.currency);
+    if (state.snapshot_minor < -entry.amountMinor) {
+      return (
+        `would be refused: INSUFFICIENT_FUNDS: ${entry.ownerId} ${entry.bucket} ${entry.currency} holds ` +
+        `${state.snapshot_minor.toString()} of the ${(-entry.amountMinor).toString()} minor units to take`
+      );
+    }
+  }
+  return null;
+}
+
+/** The signed change a posting makes to one bucket. */
+function deltaOf(entries: readonly Entry[], ownerId: string, bucket: Bucket, currency: Currency): bigint {
+  return entries
+    .filter((entry) => entry.ownerId === ownerId && entry.bucket === bucket && entry.currency === currency)
+    .reduce((sum, entry) => sum + entry.amountMinor, 0n);
+}
+
+function rowRepairPhase<R>(spec: RowRepairSpec<R>): ReconcilePhase {
+  return {
+    name: spec.name,
+    async batch(pool, ctx, after, limit) {
+      const rows = await spec.candidates(pool, ctx, parseUuidCursor(after), limit);
+      const last = rows[rows.length - 1];
+      const next = rows.length < limit || last === undefined ? null : spec.key(last);
+      let found = 0;
+      for (const row of rows) {
+        const plan = spec.plan(row);
+        if (ctx.dryRun) {
+          const state = await bucketState(pool, plan.ownerId, plan.bucket, plan.currency);
+          const refusal = await foreseenRefusal(pool, plan.entries);
+          await recordItems(pool, ctx.runId, [
+            {
+              key: plan.itemKey,
+              action: 'COMPENSATING_POSTING',
+              status: refusal === null ? 'PLANNED' : 'FAILED',
+              ownerId: plan.ownerId,
+              bucket: plan.bucket,
+              currency: plan.currency,
+              snapshotMinor: state.snapshot_minor,
+              computedMinor: state.computed_minor,
+              amountMinor: plan.amountMinor,
+              snapshotAfterMinor:
+                refusal === null ? state.snapshot_minor + deltaOf(plan.entries, plan.ownerId, plan.bucket, plan.currency) : state.snapshot_minor,
+              transactionId: null,
+              referenceTransactionId: plan.referenceTransactionId,
+              entries: plan.entries,
+              detail: refusal ?? plan.description,
+            },
+          ]);
+          found += 1;
+          continue;
+        }
+        try {
+          const booked = await withTransaction(pool, async (client) => {
+            const current = await spec.recheck(client, ctx, spec.key(row));
+            if (current === null) return false;
+            const fresh = spec.plan(current);
+            const before = await bucketState(client, fresh.ownerId, fresh.bucket, fresh.currency);
+            const posted = await postTransaction(client, {
+              idempotencyKey: fresh.idempotencyKey,
+              txType: fresh.txType,
+              referenceType: fresh.referenceType,
+              referenceId: fresh.referenceId,
+              description: `${fresh.description} (reconcile ${ctx.tool} run ${ctx.runId})`.slice(0, 500),
+              entries: fresh.entries,
+              // A repair of history: the fact happened, whatever the account's status is now.
+              allowFrozen: true,
+            });
+            await spec.afterPost(client, current, posted.transactionId);
+            const afterState = await bucketState(client, fresh.ownerId, fresh.bucket, fresh.currency);
+            // Recorded with the posting, in the same transaction: both or neither.
+            await recordItems(client, ctx.runId, [
+              {
+                key: fresh.itemKey,
+                action: 'COMPENSATING_POSTING',
+                status: 'FIXED',
+                ownerId: fresh.ownerId,
+                bucket: fresh.bucket,
+                currency: fresh.currency,
+                snapshotMinor: before.snapshot_minor,
+                computedMinor: before.computed_minor,
+                amountMinor: fresh.amountMinor,
+                snapshotAfterMinor: afterState.snapshot_minor,
+                transactionId: posted.transactionId,
+                referenceTransactionId: fresh.referenceTransactionId,
+                entries: fresh.entries,
+                detail: posted.created ? fresh.description : `${fresh.description}; the key had already booked this posting`,
+              },
+            ]);
+            return true;
+          });
+          if (booked) found += 1;
+        } catch (error) {
+          // A refusal (funds, a key already used for another posting) is this row's problem, not
+          // the run's: nothing of it was kept, and it is reported for a person to look at.
+          if (!(error instanceof DomainError)) throw error;
+          const state = await bucketState(pool, plan.ownerId, plan.bucket, plan.currency);
+          await recordItems(pool, ctx.runId, [
+            {
+              key: plan.itemKey,
+              action: 'COMPENSATING_POSTING',
+              status: 'FAILED',
+              ownerId: plan.ownerId,
+              bucket: plan.bucket,
+              currency: plan.currency,
+              snapshotMinor: state.snapshot_minor,
+              computedMinor: state.computed_minor,
+              amountMinor: plan.amountMinor,
+              snapshotAfterMinor: state.snapshot_minor,
+              transactionId: null,
+              referenceTransactionId: plan.referenceTransactionId,
+              entries: plan.entries,
+              detail: errorDetail(error),
+            },
+          ]);
+          found += 1;
+        }
+        ctx.progress();
+      }
+      return { scanned: rows.length, found, next };
+    },
+  };
+}
+
+/** `reference_tx_id`: the row's booking pointer when the ledger holds that transaction (a damaged row may point nowhere). */
+const existingTx = (column: string) => `(SELECT lt.id FROM ledger_transactions lt WHERE lt.id = ${column}) AS reference_tx_id`;
+const hasTx = (key: string) => `EXISTS (SELECT 1 FROM ledger_transactions lt WHERE lt.idempotency_key = ${key})`;
+
+const plcRepairRow = z.object({
+  token_id: z.string().uuid(),
+  issuer_owner_id: z.string(),
+  amount_minor: z.bigint(),
+  currency: currencyEnum,
+  status: z.enum(['ISSUED', 'TRANSFERRED', 'REDEEMED', 'EXPIRED', 'CANCELLED']),
+  reference_tx_id: z.string().uuid().nullable(),
+});
+type PlcRepairRow = z.infer<typeof plcRepairRow>;
+
+/** The PLC's release (db/plcs.ts `releasePlc`): PROMISED -> AVAILABLE under `plc:<token_id>:release`. */
+function plcReleasePlan(row: PlcRepairRow, kind: 'EXPIRED' | 'CANCELLED', why: string): RowRepairPlan {
+  const amount = { issuerId: row.issuer_owner_id, currency: row.currency, amountMinor: row.amount_minor };
+  const posting = kind === 'CANCELLED' ? moneyModel.plcCancelled(amount) : moneyModel.plcExpired(amount);
+  return {
+    itemKey: `plc/${row.token_id}`,
+    idempotencyKey: `plc:${row.token_id}:release`,
+    txType: posting.txType,
+    referenceType: 'plc',
+    referenceId: row.token_id,
+    entries: posting.entries,
+    ownerId: row.issuer_owner_id,
+    bucket: 'AVAILABLE',
+    currency: row.currency,
+    amountMinor: row.amount_minor,
+    referenceTransactionId: row.reference_tx_id,
+    description: `release-expired-promises: ${why}; ${posting.txType} books PROMISED -> AVAILABLE`,
+  };
+}
+
+const plcRepairColumns = `p.token_id, p.issuer_owner_id, p.amount_minor, p.currency, p.status, ${existingTx('p.issue_tx_id')}`;
+
+/**
+ * release-expired-promises, first part: PLCs already EXPIRED (or CANCELLED) whose release was
+ * never booked (no `plc:<token_id>:release`): their PROMISED amount is stuck. The release is
+ * booked with the key releasePlc uses and the PLC's final_tx_id pointed at it.
+ */
+const releasedPlcsPhase = rowRepairPhase<PlcRepairRow>({
+  name: 'released-plcs',
+  candidates: (db, _ctx, after, limit) =>
+    many(db, plcRepairRow, {
+      name: 'reconcile-released-plcs',
+      text: `SELECT ${plcRepairColumns} FROM plcs p
+              WHERE p.status IN ('EXPIRED', 'CANCELLED') AND ($1::uuid IS NULL OR p.token_id > $1)
+                AND NOT ${hasTx(`'plc:' || p.token_id || ':release'`)}
+              ORDER BY p.token_id LIMIT $2`,
+      values: [after, limit],
+    }),
+  recheck: (client, _ctx, key) =>
+    maybeOne(client, plcRepairRow, {
+      name: 'reconcile-released-plc-lock',
+      text: `SELECT ${plcRepairColumns} FROM plcs p
+              WHERE p.token_id = $1 AND p.status IN ('EXPIRED', 'CANCELLED') AND NOT ${hasTx(`'plc:' || p.token_id || ':release'`)}
+              FOR UPDATE OF p`,
+      values: [key],
+    }),
+  key: (row) => row.token_id,
+  plan: (row) =>
+    plcReleasePlan(row, row.status === 'CANCELLED' ? 'CANCELLED' : 'EXPIRED', `the PLC is ${row.status} but its release was never booked`),
+  afterPost: async (client, row, transactionId) => {
+    await exec(client, {
+      name: 'reconcile-released-plc-point',
+      text: 'UPDATE plcs SET final_tx_id = $2 WHERE token_id = $1',
+      values: [row.token_id, transactionId],
+    });
+  },
+});
+
+const overdueCondition = `p.status IN ('ISSUED', 'TRANSFERRED') AND p.redemption_id IS NULL
+  AND p.expires_at + make_interval(secs => $2::double precision / 1000) < now()`;
+
+/**
+ * release-expired-promises, second part: live PLCs past their expiry (plus the clock tolerance)
+ * with no redemption in flight, which neither their own workflow nor the expire-tokens sweep
+ * expired. Expired here exactly as releasePlc does it (guarded status change, PLC_EXPIRED under
+ * `plc:<token_id>:release`, final_tx_id), so the PLC's workflow, if it still runs, finds it done.
+ */
+const overduePlcsPhase = rowRepairPhase<PlcRepairRow>({
+  name: 'overdue-plcs',
+  candidates: (db, ctx, after, limit) =>
+    many(db, plcRepairRow, {
+      name: 'reconcile-overdue-plcs',
+      text: `SELECT ${plcRepairColumns} FROM plcs p
+              WHERE ($1::uuid IS NULL OR p.token_id > $1) AND ${overdueCondition}
+              ORDER BY p.token_id LIMIT $3`,
+      values: [after, ctx.params.expiryGraceMs ?? 0, limit],
+    }),
+  recheck: (client, ctx, key) =>
+    maybeOne(client, plcRepairRow, {
+      name: 'reconcile-overdue-plc-lock',
+      text: `SELECT ${plcRepairColumns} FROM plcs p WHERE p.token_id = $1 AND ${overdueCondition} FOR UPDATE OF p`,
+      values: [key, ctx.params.expiryGraceMs ?? 0],
+    }),
+  key: (row) => row.token_id,
+  plan: (row) => plcReleasePlan(row, 'EXPIRED', `the ${row.status} PLC is past its expiry and was never expired`),
+  afterPost: async (client, row, transactionId) => {
+    await exec(client, {
+      name: 'reconcile-overdue-plc-expire',
+      text: `UPDATE plcs SET status = 'EXPIRED', final_tx_id = $2, status_changed_at = now() WHERE token_id = $1`,
+      values: [row.token_id, transactionId],
+    });
+  },
+});
+
+/**
+ * The per-owner reconcile (POST /api/v1/balance/{owner_id}/reconcile): the owner's live PLCs
+ * whose PLC_ISSUED (`plc:<token_id>:issue`, AVAILABLE -> PROMISED) is missing. A PLC and its
+ * booking are written in one transaction (db/plcs.ts issuePlc), so normally there are none.
+ */
+const liveIssuedPlcsPhase = rowRepairPhase<PlcRepairRow>({
+  name: 'live-plcs',
+  candidates: (db, ctx, after, limit) =>
+    many(db, plcRepairRow, {
+      name: 'reconcile-live-plcs',
+      text: `SELECT ${plcRepairColumns} FROM plcs p
+              WHERE p.issuer_owner_id = $1 AND p.status IN ('ISSUED', 'TRANSFERRED') AND ($2::uuid IS NULL OR p.token_id > $2)
+                AND NOT ${hasTx(`'plc:' || p.token_id || ':issue'`)}
+              ORDER BY p.token_id LIMIT $3`,
+      values: [ctx.params.ownerId ?? null, after, limit],
+    }),
+  recheck: (client, ctx, key) =>
+    maybeOne(client, plcRepairRow, {
+      name: 'reconcile-live-plc-lock',
+      text: `SELECT ${plcRepairColumns} FROM plcs p
+              WHERE p.token_id = $1 AND p.issuer_owner_id = $2 AND p.status IN ('ISSUED', 'TRANSFERRED')
+                AND NOT ${hasTx(`'plc:' || p.token_id || ':issue'`)}
+              FOR UPDATE OF p`,
+      values: [key, ctx.params.ownerId ?? null],
+    }),
+  key: (row) => row.token_id,
+  plan: (row) => {
+    const posting = moneyModel.plcIssued({ issuerId: row.issuer_owner_id, currency: row.currency, amountMinor: row.amount_minor });
+    return {
+      itemKey: `plc/${row.token_id}`,
+      idempotencyKey: `plc:${row.token_id}:issue`,
+      txType: posting.txType,
+      referenceType: 'plc',
+      referenceId: row.token_id,
+      entries: posting.entries,
+      ownerId: row.issuer_owner_id,
+      bucket: 'PROMISED',
+      currency: row.currency,
+      amountMinor: row.amount_minor,
+      referenceTransactionId: null,
+      description: `plc-issue-bookings: the ${row.status} PLC has no PLC_ISSUED; books AVAILABLE -> PROMISED`,
+    };
+  },
+  afterPost: async (client, row, transactionId) => {
+    await exec(client, {
+      name: 'reconcile-live-plc-point',
+      text: 'UPDATE plcs SET issue_tx_id = $2 WHERE token_id = $1',
+      values: [row.token_id, transactionId],
+    });
+  },
+});
+
+const chargeRepairRow = z.object({
+  id: z.string().uuid(),
+  owner_id: z.string(),
+  amount_minor: z.bigint(),
+  currency: currencyEnum,
+  reference_tx_id: z.string().uuid().nullable(),
+});
+type ChargeRepairRow = z.infer<typeof chargeRepairRow>;
+const chargeRepairColumns = `c.id, c.owner_id, c.amount_minor, c.currency, ${existingTx('c.created_tx_id')}`;
+
+/**
+ * fix-charge-settlements: SETTLED charges without their CHARGE_SETTLED (`charge:<id>:settle`,
+ * the key db/charges.ts finishCharge books under): the money model's charge-paid move (owner
+ * PENDING reversed, owner AVAILABLE credited from world AVAILABLE, world PENDING closed), booked
+ * now with that key and the charge's settle_tx_id pointed at it.
+ */
+const settledChargesPhase = rowRepairPhase<ChargeRepairRow>({
+  name: 'settled-charges',
+  candidates: (db, _ctx, after, limit) =>
+    many(db, chargeRepairRow, {
+      name: 'reconcile-settled-charges',
+      text: `SELECT ${chargeRepairColumns} FROM charges c
+              WHERE c.status = 'SETTLED' AND ($1::uuid IS NULL OR c.id > $1) AND NOT ${hasTx(`'charge:' || c.id || ':settle'`)}
+              ORDER BY c.id LIMIT $2`,
+      values: [after, limit],
+    }),
+  recheck: (client, _ctx, key) =>
+    maybeOne(client, chargeRepairRow, {
+      name: 'reconcile-settled-charge-lock',
+      text: `SELECT ${chargeRepairColumns} FROM charges c
+              WHERE c.id = $1 AND c.status = 'SETTLED' AND NOT ${hasTx(`'charge:' || c.id || ':settle'`)} FOR UPDATE OF c`,
+      values: [key],
+    }),
+  key: (row) => row.id,
+  plan: (row) => {
+    const posting = moneyModel.chargeSettled({ ownerId: row.owner_id, currency: row.currency, amountMinor: row.amount_minor });
+    return {
+      itemKey: `charge/${row.id}`,
+      idempotencyKey: `charge:${row.id}:settle`,
+      txType: posting.txType,
+      referenceType: 'charge',
+      referenceId: row.id,
+      entries: posting.entries,
+      ownerId: row.owner_id,
+      bucket: 'AVAILABLE',
+      currency: row.currency,
+      amountMinor: row.amount_minor,
+      referenceTransactionId: row.reference_tx_id,
+      description: 'fix-charge-settlements: the charge is SETTLED without CHARGE_SETTLED; books PENDING reversed and AVAILABLE credited',
+    };
+  },
+  afterPost: async (client, row, transactionId) => {
+    await exec(client, {
+      name: 'reconcile-settled-charge-point',
+      text: 'UPDATE charges SET settle_tx_id = $2 WHERE id = $1',
+      values: [row.id, transactionId],
+    });
+  },
+});
+
+/**
+ * fix-failed-pending, charges: FAILED charges whose CHARGE_CREATED was booked but whose
+ * CHARGE_FAILED (`charge:<id>:fail`) never was: the owner's PENDING still shows money that will
+ * never come. Booked with finishCharge's key; the charge's fail_tx_id is pointed at it.
+ */
+const failedChargesPhase = rowRepairPhase<ChargeRepairRow>({
+  name: 'failed-charges',
+  candidates: (db, _ctx, after, limit) =>
+    many(db, chargeRepairRow, {
+      name: 'reconcile-failed-charges',
+      text: `SELECT ${chargeRepairColumns} FROM charges c
+              WHERE c.status = 'FAILED' AND ($1::uuid IS NULL OR c.id > $1)
+                AND ${hasTx(`'charge:' || c.id || ':created'`)} AND NOT ${hasTx(`'charge:' || c.id || ':fail'`)}
+              ORDER BY c.id LIMIT $2`,
+      values: [after, limit],
+    }),
+  recheck: (client, _ctx, key) =>
+    maybeOne(client, chargeRepairRow, {
+      name: 'reconcile-failed-charge-lock',
+      text: `SELECT ${chargeRepairColumns} FROM charges c
+              WHERE c.id = $1 AND c.status = 'FAILED'
+                AND ${hasTx(`'charge:' || c.id || ':created'`)} AND NOT ${hasTx(`'charge:' || c.id || ':fail'`)}
+              FOR UPDATE OF c`,
+      values: [key],
+    }),
+  key: (row) => row.id,
+  plan: (row) => {
+    const posting = moneyModel.chargeFailed({ ownerId: row.owner_id, currency: row.currency, amountMinor: row.amount_minor });
+    return {
+      itemKey: `charge/${row.id}`,
+      idempotencyKey: `charge:${row.id}:fail`,
+      txType: posting.txType,
+      referenceType: 'charge',
+      referenceId: row.id,
+      entries: posting.entries,
+      ownerId: row.owner_id,
+      bucket: 'PENDING',
+      currency: row.currency,
+      amountMinor: row.amount_minor,
+      referenceTransactionId: row.reference_tx_id,
+      description: 'fix-failed-pending: the charge is FAILED without CHARGE_FAILED; books owner PENDING -> world PENDING',
+    };
+  },
+  afterPost: async (client, row, transactionId) => {
+    await exec(client, {
+      name: 'reconcile-failed-charge-point',
+      text: 'UPDATE charges SET fail_tx_id = $2 WHERE id = $1',
+      values: [row.id, transactionId],
+    });
+  },
+});
+
+const redemptionRepairRow = z.object({
+  id: z.string().uuid(),
+  token_id: z.string().uuid(),
+  bearer_owner_id: z.string(),
+  issuer_owner_id: z.string(),
+  amount_minor: z.bigint(),
+  currency: currencyEnum,
+  reference_tx_id: z.string().uuid().nullable(),
+});
+type RedemptionRepairRow = z.infer<typeof redemptionRepairRow>;
+const redemptionRepairColumns = `r.id, r.token_id, r.bearer_owner_id, r.issuer_owner_id, r.amount_minor, r.currency, ${existingTx('r.request_tx_id')}`;
+const failedRedemptionCondition = `r.status = 'FAILED' AND ${hasTx(`'redemption:' || r.id || ':request'`)}
+  AND NOT ${hasTx(`'redemption:' || r.id || ':fail'`)}`;
+
+/**
+ * fix-failed-pending, redemptions: FAILED redemptions whose REDEEM_REQUESTED was booked but whose
+ * REDEEM_FAILED (`redemption:<id>:fail`) never was: the bearer's PENDING still holds the amount
+ * and the issuer's promise was never restored. Booked as finishRedemption books it (bearer
+ * PENDING -> issuer PROMISED: the PLC reverted), fail_tx_id pointed at it, and the PLC's
+ * redemption mark cleared if it still names this redemption, so the PLC can be redeemed again.
+ */
+const failedRedemptionsPhase = rowRepairPhase<RedemptionRepairRow>({
+  name: 'failed-redemptions',
+  candidates: (db, _ctx, after, limit) =>
+    many(db, redemptionRepairRow, {
+      name: 'reconcile-failed-redemptions',
+      text: `SELECT ${redemptionRepairColumns} FROM redemptions r
+              WHERE ($1::uuid IS NULL OR r.id > $1) AND ${failedRedemptionCondition}
+              ORDER BY r.id LIMIT $2`,
+      values: [after, limit],
+    }),
+  recheck: async (client, _ctx, key) => {
+    const row = await maybeOne(client, redemptionRepairRow, {
+      name: 'reconcile-failed-redemption-lock',
+      text: `SELECT ${redemptionRepairColumns} FROM redemptions r WHERE r.id = $1 AND ${failedRedemptionCondition} FOR UPDATE OF r`,
+      values: [key],
+    });
+    // The PLC after the redemption, in finishRedemption's order.
+    if (row !== null) await client.query('SELECT 1 FROM plcs WHERE token_id = $1 FOR UPDATE', [row.token_id]);
+    return row;
+  },
+  key: (row) => row.id,
+  plan: (row) => {
+    const posting = moneyModel.redeemFailed({
+      issuerId: row.issuer_owner_id,
+      bearerId: row.bearer_owner_id,
+      currency: row.currency,
+      amountMinor: row.amount_minor,
+    });
+    return {
+      itemKey: `redemption/${row.id}`,
+      idempotencyKey: `redemption:${row.id}:fail`,
+      txType: posting.txType,
+      referenceType: 'redemption',
+      referenceId: row.id,
+      entries: posting.entries,
+      ownerId: row.bearer_owner_id,
+      bucket: 'PENDING',
+      currency: row.currency,
+      amountMinor: row.amount_minor,
+      referenceTransactionId: row.reference_tx_id,
+      description: 'fix-failed-pending: the redemption is FAILED without REDEEM_FAILED; books bearer PENDING -> issuer PROMISED (PLC reverted)',
+    };
+  },
+  afterPost: async (client, row, transactionId) => {
+    await exec(client, {
+      name: 'reconcile-failed-redemption-point',
+      text: 'UPDATE redemptions SET fail_tx_id = $2, updated_at = now() WHERE id = $1',
+      values: [row.id, transactionId],
+    });
+    await exec(client, {
+      name: 'reconcile-failed-redemption-revert-plc',
+      text: 'UPDATE plcs SET redemption_id = NULL WHERE token_id = $1 AND redemption_id = $2',
+      values: [row.token_id, row.id],
+    });
+  },
+});
+
+// ---------------------------------------------------------------------------------------------
 // The tools
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Every tool's phases, in order. Adding a tool: one entry in `src/reconciliation/tools.ts` (the
- * API route comes from it) and its phases here; adding a part to a tool (fix-failed-pending's
- * redemption and charge tables, when they exist): one more phase in its list.
+ * Every ledger tool's phases, in order. Adding a tool: one entry in `src/reconciliation/tools.ts`
+ * (the API route comes from it) and its phases here (gateway tools: in
+ * db/reconciliation-gateway.ts); adding a part to a tool: one more phase in its list.
  */
-const phasesByTool: Record<ReconcileTool, readonly ReconcilePhase[]> = {
+const phasesByTool: Record<LedgerReconcileTool, readonly ReconcilePhase[]> = {
   'fix-balance': [snapshotsPhase],
   'recalculate-snapshots': [snapshotsPhase],
   'fix-negative-balances': [negativeBucketsPhase],
   'fix-failed-pending': [
     ledgerFailuresPhase('redeem-failed', 'REDEEM_FAILED', 'REDEEM_REQUESTED'),
     ledgerFailuresPhase('charge-failed', 'CHARGE_FAILED', 'CHARGE_CREATED'),
+    failedRedemptionsPhase,
+    failedChargesPhase,
   ],
+  'release-expired-promises': [releasedPlcsPhase, overduePlcsPhase],
+  'fix-charge-settlements': [settledChargesPhase],
+  'plc-issue-bookings': [liveIssuedPlcsPhase],
 };

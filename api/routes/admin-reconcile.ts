@@ -6,10 +6,15 @@ import { z } from 'zod';
 import { findAccount } from '../../db/ledger.ts';
 import type { Pool } from '../../db/pool.ts';
 import { createRun, markRunFailed, runDryReconciliation, type RunRow } from '../../db/reconciliation.ts';
+import { runDryGatewayReconciliation } from '../../db/reconciliation-gateway.ts';
+import type { Config } from '../../infra/config.ts';
 import { DomainError } from '../../src/errors.ts';
 import { buckets } from '../../src/ledger/money-model.ts';
+import type { GatewayPort } from '../../src/reconciliation/gateway.ts';
 import {
   batchSizeDefault,
+  gatewayBatchSizeDefault,
+  isGatewayTool,
   itemActions,
   itemStatuses,
   reconcileTools,
@@ -19,7 +24,7 @@ import {
   type ReconcileReport,
   type ReconcileTool,
 } from '../../src/reconciliation/tools.ts';
-import { reconciliationWorkflow } from '../../workflows/reconciliation.ts';
+import { reconciliationWorkflow, type ReconciliationWorkflowInput } from '../../workflows/reconciliation.ts';
 import { businessStatusKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { adminErrors, booleanQuery, errorResponse } from '../schemas/common.ts';
 import { entryItem } from '../schemas/ledger.ts';
@@ -27,7 +32,8 @@ import { amountSchema, currencySchema, money, ownerIdSchema } from '../schemas/m
 
 /**
  * Administration: the reconcile tools (interface spec, /api/v1/admin/reconcile/*). One route per
- * entry of `reconcileTools`. A dry run (`?dry_run=true`) runs here, inside the request, changes
+ * entry of `reconcileTools` with `adminRoute` (the per-owner PLC booking repair is served by
+ * api/routes/balance-reconcile.ts through the same run machinery, exported here). A dry run (`?dry_run=true`) runs here, inside the request, changes
  * nothing in the ledger and answers with what would change. A real run is a workflow
  * (`reconcile-<tool>-<run_id>`): the answer is its report when it ends within
  * `resultWaitMs`, else 202 with the run and workflow ids (docs/reconciliation.md says how to follow it).
@@ -50,12 +56,18 @@ const reconcileItem = z
     currency: currencySchema,
     snapshot: amountSchema.describe('the balance snapshot when the item was found'),
     computed: amountSchema.describe('what the ledger entries say the bucket holds'),
-    amount: amountSchema.nullable().describe('the compensating posting credited to this bucket (postings only)'),
+    amount: amountSchema
+      .nullable()
+      .describe('the amount of the posting the item is about (postings only); `entries` give the direction of every leg'),
     snapshot_after: amountSchema.nullable().describe('the snapshot after the fix (a dry run: what it would be)'),
     transaction_id: z.string().uuid().nullable(),
-    reference_transaction_id: z.string().uuid().nullable().describe('the transaction a posting compensates'),
+    reference_transaction_id: z
+      .string()
+      .uuid()
+      .nullable()
+      .describe('the transaction a posting compensates or completes (the failure reversed; the request a settlement finishes)'),
     entries: z.array(entryItem).nullable().describe('every leg of the posting (postings only)'),
-    detail: z.string().nullable(),
+    detail: z.string().nullable().describe('why, and for the gateway tools what the gateway said and who booked the outcome'),
   })
   .meta({ id: 'ReconcileItem' });
 
@@ -85,7 +97,7 @@ const reconcileReportResponse = z
   })
   .meta({ id: 'ReconcileReport' });
 
-const reconcileAccepted = z
+export const reconcileAccepted = z
   .object({
     run_id: z.string().uuid(),
     workflow_id: z.string(),
@@ -94,7 +106,7 @@ const reconcileAccepted = z
   })
   .meta({ id: 'ReconcileAccepted', description: 'The run goes on; follow it in the Temporal UI (ReferenceId = run_id)' });
 
-function toReportResponse(report: ReconcileReport): z.infer<typeof reconcileReportResponse> {
+export function toReportResponse(report: ReconcileReport): z.infer<typeof reconcileReportResponse> {
   return {
     run_id: report.runId,
     workflow_id: report.workflowId,
@@ -133,7 +145,7 @@ function toReportResponse(report: ReconcileReport): z.infer<typeof reconcileRepo
   };
 }
 
-type RealRunOutcome = { kind: 'report'; report: ReconcileReport } | { kind: 'running'; runId: string; workflowId: string };
+export type RealRunOutcome = { kind: 'report'; report: ReconcileReport } | { kind: 'running'; runId: string; workflowId: string };
 
 /**
  * Waits up to `waitMs` for the workflow's result. The long poll behind `result()` is cancelled
@@ -176,6 +188,100 @@ async function isStillRunning(pool: Pool, temporal: Client, run: RunRow): Promis
   }
 }
 
+/** Whether the workflow with this id runs now (the gateway tools' dry runs ask it of each owner). */
+async function isWorkflowRunning(temporal: Client, workflowId: string): Promise<boolean> {
+  try {
+    return (await temporal.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
+}
+
+/** What a run needs from the app. */
+export interface ReconcileRunDeps {
+  pool: Pool;
+  temporal: Client;
+  config: Config;
+  gateway: GatewayPort;
+}
+
+/** What a tool works on, beyond an owner: the release tool's expiry grace. */
+export function toolParams(tool: ReconcileTool, config: Config, ownerId?: string): ReconcileParams {
+  const params: ReconcileParams = {};
+  if (ownerId !== undefined) params.ownerId = ownerId;
+  if (tool === 'release-expired-promises') params.expiryGraceMs = config.CLOCK_TOLERANCE_MS;
+  return params;
+}
+
+/**
+ * Starts a real run as the workflow `reconcile-<tool>-<run_id>` and waits up to `waitMs` for its
+ * report; while a real run of the same scope runs, answers that run instead of starting another.
+ */
+export async function startRealRun(
+  deps: ReconcileRunDeps,
+  tool: ReconcileTool,
+  params: ReconcileParams,
+  requestedBy: string,
+  waitMs: number,
+): Promise<RealRunOutcome> {
+  const { pool, temporal, config } = deps;
+  const runId = randomUUID();
+  const workflowId = reconcileWorkflowId(tool, runId);
+  // Two rounds at most: the second only after a stale RUNNING row was marked FAILED.
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    const created = await createRun(pool, { runId, tool, params, dryRun: false, requestedBy, workflowId });
+    if (created.created) break;
+    const running = created.running;
+    if (await isStillRunning(pool, temporal, running)) {
+      return { kind: 'running', runId: running.id, workflowId: running.workflow_id ?? reconcileWorkflowId(tool, running.id) };
+    }
+    if (attempt === 1) throw new DomainError('CONFLICT', 'another run of this tool is still being recorded; retry shortly');
+  }
+  const gateway = isGatewayTool(tool);
+  const input: ReconciliationWorkflowInput = {
+    runId,
+    tool,
+    params,
+    requestedBy,
+    batchSize: gateway ? gatewayBatchSizeDefault : batchSizeDefault,
+    ...(gateway ? { redemptionWebhookWaitMs: config.REDEMPTION_WEBHOOK_WAIT_MS } : {}),
+  };
+  let handle: WorkflowHandle<typeof reconciliationWorkflow>;
+  try {
+    handle = await temporal.workflow.start(reconciliationWorkflow, {
+      workflowId,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      args: [input],
+      typedSearchAttributes: [
+        { key: referenceIdKey, value: runId },
+        { key: businessStatusKey, value: 'RUNNING' },
+        ...(params.ownerId === undefined ? [] : [{ key: ownerIdKey, value: params.ownerId }]),
+      ],
+    });
+  } catch (error) {
+    await markRunFailed(pool, runId, `the workflow could not be started: ${error instanceof Error ? error.message : String(error)}`);
+    throw error;
+  }
+  const waited = await resultWithin(temporal, handle, waitMs);
+  return waited.done ? { kind: 'report', report: waited.report } : { kind: 'running', runId, workflowId };
+}
+
+/** A dry run inside the request: ledger tools read the database, gateway tools the gateway and Temporal too. */
+export function runDryRun(deps: ReconcileRunDeps, tool: ReconcileTool, params: ReconcileParams, requestedBy: string): Promise<ReconcileReport> {
+  const runId = randomUUID();
+  if (isGatewayTool(tool)) {
+    return runDryGatewayReconciliation(deps.pool, deps.gateway, (workflowId) => isWorkflowRunning(deps.temporal, workflowId), {
+      runId,
+      tool,
+      params,
+      requestedBy,
+      batchSize: gatewayBatchSizeDefault,
+    });
+  }
+  return runDryReconciliation(deps.pool, { runId, tool, params, requestedBy, batchSize: batchSizeDefault });
+}
+
 export interface AdminReconcileOptions {
   /** How long a real run's request waits for the report before answering 202. */
   resultWaitMs?: number;
@@ -183,46 +289,15 @@ export interface AdminReconcileOptions {
 
 export async function adminReconcileRoutes(app: FastifyInstance, options: AdminReconcileOptions = {}): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
-  const { pool, temporal, config } = app.deps;
+  const { pool, config } = app.deps;
+  const deps: ReconcileRunDeps = app.deps;
   const resultWaitMs = options.resultWaitMs ?? resultWaitMsDefault;
   app.addHook('onRequest', app.requireAdmin());
   const security = [{ bearer: [] }];
 
-  async function startRealRun(tool: ReconcileTool, params: ReconcileParams, requestedBy: string): Promise<RealRunOutcome> {
-    const runId = randomUUID();
-    const workflowId = reconcileWorkflowId(tool, runId);
-    // Two rounds at most: the second only after a stale RUNNING row was marked FAILED.
-    for (let attempt = 0; attempt < 2; attempt += 1) {
-      const created = await createRun(pool, { runId, tool, params, dryRun: false, requestedBy, workflowId });
-      if (created.created) break;
-      const running = created.running;
-      if (await isStillRunning(pool, temporal, running)) {
-        return { kind: 'running', runId: running.id, workflowId: running.workflow_id ?? reconcileWorkflowId(tool, running.id) };
-      }
-      if (attempt === 1) throw new DomainError('CONFLICT', 'another run of this tool is still being recorded; retry shortly');
-    }
-    let handle: WorkflowHandle<typeof reconciliationWorkflow>;
-    try {
-      handle = await temporal.workflow.start(reconciliationWorkflow, {
-        workflowId,
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        args: [{ runId, tool, params, requestedBy, batchSize: batchSizeDefault }],
-        typedSearchAttributes: [
-          { key: referenceIdKey, value: runId },
-          { key: businessStatusKey, value: 'RUNNING' },
-          ...(params.ownerId === undefined ? [] : [{ key: ownerIdKey, value: params.ownerId }]),
-        ],
-      });
-    } catch (error) {
-      await markRunFailed(pool, runId, `the workflow could not be started: ${error instanceof Error ? error.message : String(error)}`);
-      throw error;
-    }
-    const waited = await resultWithin(temporal, handle, resultWaitMs);
-    return waited.done ? { kind: 'report', report: waited.report } : { kind: 'running', runId, workflowId };
-  }
-
   for (const tool of reconcileToolNames) {
     const spec = reconcileTools[tool];
+    if (!spec.adminRoute) continue;
     const dryRunQuery = z.object({
       dry_run: booleanQuery
         .default(spec.dryRunDefault)
@@ -235,7 +310,8 @@ export async function adminReconcileRoutes(app: FastifyInstance, options: AdminR
           tags: ['admin: reconcile'],
           summary: spec.summary,
           description:
-            'A dry run answers 200 with every item it would change (bounded; all items are in reconciliation_items). ' +
+            'A dry run answers 200 with every item it would change (bounded; all items are in reconciliation_items); ' +
+            'it changes nothing, at the gateway neither. ' +
             'A real run is the workflow reconcile-<tool>-<run_id>: 200 with its report when it ends within a few seconds, ' +
             'else 202 with run_id and workflow_id (Temporal UI: ReferenceId = run_id). While a real run of the same tool ' +
             '(and owner) is running, a new request answers 202 with that run.',
@@ -248,26 +324,20 @@ export async function adminReconcileRoutes(app: FastifyInstance, options: AdminR
       async (request, reply) => {
         const admin = request.admin;
         if (admin === null) throw new DomainError('UNAUTHENTICATED', 'a bearer token is required');
-        const params: ReconcileParams = {};
+        let ownerId: string | undefined;
         if (spec.ownerScoped) {
-          const ownerId = (request.params as { owner_id: string }).owner_id;
-          const account = await findAccount(pool, ownerId);
+          const account = await findAccount(pool, (request.params as { owner_id: string }).owner_id);
           if (account === null) throw new DomainError('ACCOUNT_NOT_FOUND', 'no account for this owner');
-          params.ownerId = account.owner_id;
+          ownerId = account.owner_id;
         }
+        const params = toolParams(tool, config, ownerId);
         const dryRun = request.query.dry_run;
         if (dryRun) {
-          const report = await runDryReconciliation(pool, {
-            runId: randomUUID(),
-            tool,
-            params,
-            requestedBy: admin.username,
-            batchSize: batchSizeDefault,
-          });
+          const report = await runDryRun(deps, tool, params, admin.username);
           request.log.info({ tool, run_id: report.runId, items: report.counts.items, admin: admin.username }, 'reconcile dry run');
           return reply.code(200).send(toReportResponse(report));
         }
-        const outcome = await startRealRun(tool, params, admin.username);
+        const outcome = await startRealRun(deps, tool, params, admin.username, resultWaitMs);
         if (outcome.kind === 'running') {
           request.log.info({ tool, run_id: outcome.runId, admin: admin.username }, 'reconcile run goes on');
           return reply.code(202).send({ run_id: outcome.runId, workflow_id: outcome.workflowId, tool, status: 'RUNNING' as const });

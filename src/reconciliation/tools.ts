@@ -2,50 +2,150 @@ import type { Bucket } from '../ledger/money-model.ts';
 import type { Currency } from '../money/currency.ts';
 
 /**
- * The reconcile tools (interface spec, Administration: /api/v1/admin/reconcile/*) as data: their
- * names, which ones address one owner, and the `dry_run` default the spec gives them (false where
- * the spec names none). The API builds one route per entry, the workflow and the activities take
- * the name; `db/reconciliation.ts` maps every name to its implementation with a
- * `Record<ReconcileTool, ...>`, so a tool added here without an implementation fails to compile.
- * docs/reconciliation.md describes each tool and how to add one.
+ * The reconcile tools (interface spec, Administration: /api/v1/admin/reconcile/*, and the
+ * per-owner POST /api/v1/balance/{owner_id}/reconcile) as data: their names, which ones address
+ * one owner, the `dry_run` default the spec gives them (false where the spec names none, unless
+ * said otherwise), and how they work:
+ *
+ * - `ledger` tools repair the ledger from the database alone, in phases of `db/reconciliation.ts`;
+ * - `gateway` tools check rows against the payment gateway and hand what they find to the
+ *   workflow that owns the money (`db/reconciliation-gateway.ts`, `workflows/reconciliation.ts`).
+ *
+ * The API builds one admin route per entry with `adminRoute: true`; the workflow and the
+ * activities take the name. Each kind maps every name of its kind to an implementation with a
+ * `Record<...>`, so a tool added here without one fails to compile. docs/reconciliation.md
+ * describes each tool and how to add one.
  */
 export const reconcileTools = {
   'fix-balance': {
+    kind: 'ledger',
     ownerScoped: true,
+    adminRoute: true,
     dryRunDefault: false,
     summary: "Recompute one owner's balance snapshots from the ledger entries",
   },
   'recalculate-snapshots': {
+    kind: 'ledger',
     ownerScoped: false,
+    adminRoute: true,
     dryRunDefault: false,
     summary: 'Recompute every balance snapshot from the ledger entries, in batches of accounts',
   },
   'fix-negative-balances': {
+    kind: 'ledger',
     ownerScoped: false,
+    adminRoute: true,
     dryRunDefault: false,
     summary: 'Bring user buckets whose entries sum below zero back to zero with a compensating RECONCILIATION transaction',
   },
   'fix-failed-pending': {
+    kind: 'ledger',
     ownerScoped: false,
+    adminRoute: true,
     dryRunDefault: true,
-    summary: 'Book a compensating credit in PENDING where a failure (REDEEM_FAILED, CHARGE_FAILED) was booked without its request',
+    summary:
+      'Book a compensating credit in PENDING where a failure (REDEEM_FAILED, CHARGE_FAILED) was booked without its request, ' +
+      'and the missing failure booking of FAILED redemptions and charges',
   },
-} as const satisfies Record<string, { ownerScoped: boolean; dryRunDefault: boolean; summary: string }>;
+  'release-expired-promises': {
+    kind: 'ledger',
+    ownerScoped: false,
+    adminRoute: true,
+    dryRunDefault: false,
+    summary: 'Release the PROMISED amount of expired (or overdue) PLCs whose release was never booked',
+  },
+  'fix-charge-settlements': {
+    kind: 'ledger',
+    ownerScoped: false,
+    adminRoute: true,
+    dryRunDefault: true,
+    summary: 'Book the missing settlement (PENDING reversed, AVAILABLE credited) of SETTLED charges',
+  },
+  'plc-issue-bookings': {
+    kind: 'ledger',
+    ownerScoped: true,
+    // Served as POST /api/v1/balance/{owner_id}/reconcile (api/routes/balance-reconcile.ts).
+    adminRoute: false,
+    dryRunDefault: false,
+    summary: "Book the missing PLC_ISSUED of an owner's live PLCs",
+  },
+  'pending-payments': {
+    kind: 'gateway',
+    ownerScoped: false,
+    adminRoute: true,
+    dryRunDefault: true,
+    summary:
+      'Check PENDING_PAYMENT redemptions (payout transfers) and PENDING charges (cash-in payments) against the gateway ' +
+      'and hand each final status to the workflow that owns it',
+  },
+  'pending-deposits': {
+    kind: 'gateway',
+    ownerScoped: false,
+    adminRoute: true,
+    dryRunDefault: false,
+    summary: 'Check PENDING charges (cash-in) against their gateway payments and settle or fail them through their workflows',
+  },
+  'pending-transfers': {
+    kind: 'gateway',
+    ownerScoped: false,
+    adminRoute: true,
+    dryRunDefault: false,
+    summary:
+      'Check PENDING_PAYMENT redemptions against their gateway transfers; signal running redemptions, resume stalled or crashed ones ' +
+      '(same payout idempotency key: never a second payout)',
+  },
+  'cancel-stale-charges': {
+    kind: 'gateway',
+    ownerScoped: false,
+    adminRoute: true,
+    dryRunDefault: false,
+    summary: 'Cancel at the gateway the PENDING charges past their due date (or OVERDUE there) and fail them through their workflows',
+  },
+  'cancel-all-pending-charges': {
+    kind: 'gateway',
+    ownerScoped: false,
+    adminRoute: true,
+    // The spec names no default. Every PENDING charge is cancelled, payable ones included: the
+    // destructive run must be asked for explicitly with ?dry_run=false.
+    dryRunDefault: true,
+    summary: 'Cancel every PENDING charge at the gateway and fail it through its workflow (dry run unless ?dry_run=false)',
+  },
+} as const satisfies Record<
+  string,
+  { kind: 'ledger' | 'gateway'; ownerScoped: boolean; adminRoute: boolean; dryRunDefault: boolean; summary: string }
+>;
 
 export type ReconcileTool = keyof typeof reconcileTools;
 export const reconcileToolNames = Object.keys(reconcileTools) as ReconcileTool[];
+/** Tools that repair the ledger from the database alone. */
+export type LedgerReconcileTool = { [T in ReconcileTool]: (typeof reconcileTools)[T]['kind'] extends 'ledger' ? T : never }[ReconcileTool];
+/** Tools that check rows against the payment gateway and hand the outcome to the owning workflow. */
+export type GatewayReconcileTool = { [T in ReconcileTool]: (typeof reconcileTools)[T]['kind'] extends 'gateway' ? T : never }[ReconcileTool];
 
 export function isReconcileTool(value: string): value is ReconcileTool {
   return Object.hasOwn(reconcileTools, value);
 }
 
-/** What a tool works on; only `fix-balance` takes an owner. */
-export interface ReconcileParams {
-  ownerId?: string;
+export function isGatewayTool(tool: ReconcileTool): tool is GatewayReconcileTool {
+  return reconcileTools[tool].kind === 'gateway';
 }
 
-/** Accounts (or failure transactions) per batch activity call of a real run. */
+/** What a tool works on: one owner for the owner-scoped tools; the PLC expiry grace for release-expired-promises. */
+export interface ReconcileParams {
+  ownerId?: string;
+  /** How long after expires_at a live PLC counts as overdue (the server's clock tolerance). */
+  expiryGraceMs?: number;
+}
+
+/** Accounts (or failure transactions, PLCs, charges) per batch activity call of a real run. */
 export const batchSizeDefault = 100;
+/**
+ * Redemptions or charges per batch of a gateway tool: each is a gateway call plus a signal or a
+ * child workflow start in the run's history, so batches are smaller and a run continues as new
+ * sooner (`gatewayBatchesPerExecution`).
+ */
+export const gatewayBatchSizeDefault = 25;
+export const gatewayBatchesPerExecution = 20;
 export const batchSizeMax = 1000;
 /** Items a report (API answer, workflow result) carries; every item is in reconciliation_items. */
 export const reportItemsMax = 100;
@@ -93,12 +193,12 @@ export interface ReconcileItemReport {
   snapshotMinor: string;
   /** What the entries say the bucket holds. */
   computedMinor: string;
-  /** The compensating posting's amount (credited to this bucket), for postings. */
+  /** The amount of the posting the item is about (positive), for postings; `entries` give each leg's direction. */
   amountMinor: string | null;
   /** The snapshot after the fix (for a dry run: what it would be). */
   snapshotAfterMinor: string | null;
   transactionId: string | null;
-  /** The transaction a posting compensates (fix-failed-pending). */
+  /** The transaction a posting compensates or completes (a reversed failure; the request a settlement finishes). */
   referenceTransactionId: string | null;
   /** Every leg of the posting, for postings. */
   entries: { ownerId: string; bucket: Bucket; currency: Currency; amountMinor: string }[] | null;
