@@ -4,6 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { appendTransfers, getPlc, isUniqueViolation, listIssuerActive, listTransfers, type AppendResult } from '../../db/plcs.ts';
 import { raiseRiskFlag } from '../../db/risk-flags.ts';
+import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { DomainError } from '../../src/errors.ts';
 import { expiryDueAtMs } from '../../src/plc/lifecycle.ts';
 import { decideRegistration } from '../../src/plc/register-transfers.ts';
@@ -64,7 +65,8 @@ function rateLimit(groupId: string, max: number) {
 
 /** Verifies a PLC the way a wallet does; a refusal names the protocol's stable reason. */
 function verifyOrRefuse(plc: Plc, clockToleranceMs: number, field: string): void {
-  const verification = verifyPlc(plc, { clockToleranceMs });
+  // Node's Ed25519 (OpenSSL) on the server, with exactly the library's answers: see infra/ed25519-node.ts.
+  const verification = verifyPlc(plc, { clockToleranceMs, verifySignature: nodeVerifyEd25519 });
   if (!verification.ok) {
     throw new DomainError('PLC_INVALID', `the PLC does not verify: ${verification.reason}${verification.index === null ? '' : ` at record ${verification.index}`}`, {
       field,

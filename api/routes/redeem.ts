@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { getRedemption, listRedemptions, type RedemptionRow } from '../../db/redemptions.ts';
+import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { DomainError } from '../../src/errors.ts';
 import { fromTransferRecord } from '../../src/plc/register-transfers.ts';
 import {
@@ -72,7 +73,7 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
   };
 
   async function redeem(request: FastifyRequest, reply: FastifyReply, plc: Plc, authorization: RedeemAuthorization, field: string) {
-    const verification = verifyPlc(plc, { clockToleranceMs: toleranceMs });
+    const verification = verifyPlc(plc, { clockToleranceMs: toleranceMs, verifySignature: nodeVerifyEd25519 });
     if (!verification.ok) {
       throw new DomainError('PLC_INVALID', `the PLC does not verify: ${verification.reason}`, { field, reason: verification.reason, index: verification.index });
     }

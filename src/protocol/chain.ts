@@ -12,13 +12,20 @@ import {
 } from './constants.ts';
 import { bytesEqual, bytesToHex, isBytes } from './bytes.ts';
 import { checkCommitmentFields, computeCommitmentHash } from './commitment.ts';
-import { verifySignature } from './keys.ts';
+import { verifySignature, withSignatureVerifier, type SignatureVerifier } from './keys.ts';
 import { checkRecord, computeRecordHash, encodeTransferMessage, isRecordWellFormed } from './transfer.ts';
 import type { Plc, PlcCommitment, Rejection, TransferRecord } from './types.ts';
 
 export interface VerifyOptions {
   /** Slack around the PLC's life for record timestamps; default 5 minutes, at most 1 hour. */
   readonly clockToleranceMs?: number;
+  /**
+   * Checks the issuer's signature and every record's signature in `verifyPlc`; default the
+   * library's own (@noble/ed25519, strict). A replacement must give exactly the library's answers
+   * (docs/protocol.md section 2), only faster: the server passes one over Node's crypto module
+   * (infra/ed25519-node.ts). Called only after the length checks, and synchronously.
+   */
+  readonly verifySignature?: SignatureVerifier;
 }
 
 export interface Verified {
@@ -53,8 +60,13 @@ function resolveTolerance(options: VerifyOptions | undefined): number {
  */
 export function verifyPlc(plc: Plc, options?: VerifyOptions): PlcVerification {
   const clockToleranceMs = resolveTolerance(options);
+  const verifier = options?.verifySignature;
+  if (verifier !== undefined && typeof verifier !== 'function') {
+    throw new TypeError('verifySignature must be a function');
+  }
   try {
-    return verifyUnchecked(plc, clockToleranceMs);
+    // Every signature check below, the records' in `checkRecord` included, goes to `verifier`.
+    return withSignatureVerifier(verifier, () => verifyUnchecked(plc, clockToleranceMs));
   } catch (error) {
     return { ok: false, reason: 'malformed', index: null, detail: `unexpected input: ${String(error)}` };
   }
