@@ -1,0 +1,408 @@
+/**
+ * Protocol benchmark (not a test). Run: `npm run bench:protocol`, or
+ * `node bench/protocol.ts [--parts a,b,c] [--duration-s 10] [--warmup-s 2] [--connections 16]
+ *   [--create-duration-s 10] [--short-plcs 2000] [--long-plcs 600] [--chains 64] [--rounds 8]`.
+ *
+ * (a) chain verification in the library: hops/s for 16-hop chains with @noble/ed25519 and with
+ *     the server's node:crypto verifier (infra/ed25519-node.ts), beside node's raw
+ *     crypto.verify on the same signatures (bench/protocol/chain-verify.ts).
+ * (b) POST /api/v1/transfer/ of the real app under autocannon load (a child process), beside a
+ *     bench-only route on the same app doing one INSERT (bench/protocol/transfer-load.ts).
+ * (c) PLC create through the API at 2 and 32 clients, beside a bare update-with-start whose
+ *     update runs one local activity inserting one row (bench/protocol/create-load.ts,
+ *     bare-workflow.ts, bare-activity.ts).
+ *
+ * (b) and (c) run against a fresh database on BENCH_DATABASE_URL (default
+ * postgres://postgres@127.0.0.1:5432/postgres) and a Temporal dev server started here, both
+ * removed at the end (bench/protocol/services.ts). Prints the machine, progress lines, a table
+ * against the targets and the CPU each process spent per request (where the time goes).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { transferPlcRequest } from '../api/schemas/plc.ts';
+import { postTransaction } from '../db/ledger.ts';
+import { nodeEd25519, nodeVerifyEd25519 } from '../infra/ed25519-node.ts';
+import { moneyModel } from '../src/ledger/money-model.ts';
+import { plcFromJson, verifyPlc, type PlcJson } from '../src/protocol/index.ts';
+import { benchChainVerification, type ChainVerifyResult } from './protocol/chain-verify.ts';
+import { runCreateScenario, type CreateRun } from './protocol/create-load.ts';
+import { waitForQuiet, type CpuSources, type CpuSpent } from './protocol/cpu.ts';
+import { newWallet } from './protocol/fixtures.ts';
+import { startProfile, type ProfileHandle } from './protocol/profiler.ts';
+import { baselinePath, startServices, type BenchServices } from './protocol/services.ts';
+import { prepareTransfer, runLoad, type Entry, type LoadRun, type PreparedTransfer } from './protocol/transfer-load.ts';
+import { formatNumber, formatTable, machineInfo } from './support/report.ts';
+
+const targets = { nodeOverRaw: 0.8, transferPerSecond: 1500, transferP99Ms: 50, createOverBare: 0.7, createP50MsAt2: 80 } as const;
+
+function positiveInt(name: string, text: string, max: number): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1 || value > max) throw new Error(`--${name} must be an integer from 1 to ${max}, got "${text}"`);
+  return value;
+}
+
+const { values: args } = parseArgs({
+  options: {
+    parts: { type: 'string', default: 'a,b,c' },
+    'duration-s': { type: 'string', default: '10' },
+    'warmup-s': { type: 'string', default: '2' },
+    connections: { type: 'string', default: '16' },
+    'create-duration-s': { type: 'string', default: '10' },
+    'short-plcs': { type: 'string', default: '2000' },
+    'long-plcs': { type: 'string', default: '600' },
+    chains: { type: 'string', default: '64' },
+    rounds: { type: 'string', default: '8' },
+    'cpu-profile': { type: 'string' },
+  },
+  strict: true,
+});
+const parts = new Set(args.parts.split(',').map((part) => part.trim()));
+for (const part of parts) if (!['a', 'b', 'c'].includes(part)) throw new Error(`--parts takes a, b and c, got "${part}"`);
+const durationS = positiveInt('duration-s', args['duration-s'], 600);
+const warmupS = positiveInt('warmup-s', args['warmup-s'], 60);
+const connections = positiveInt('connections', args.connections, 256);
+const createDurationS = positiveInt('create-duration-s', args['create-duration-s'], 600);
+const shortPlcs = positiveInt('short-plcs', args['short-plcs'], 50_000);
+const longPlcs = positiveInt('long-plcs', args['long-plcs'], 50_000);
+const chainCount = positiveInt('chains', args.chains, 10_000);
+const roundsMax = positiveInt('rounds', args.rounds, 1000);
+const profileDir = args['cpu-profile'];
+const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+const ms = (value: number) => (Number.isFinite(value) ? value.toFixed(1) : 'n/a');
+const pct = (value: number) => `${(value * 100).toFixed(0)}%`;
+const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+
+function commandVersion(command: string, versionArgs: string[]): string {
+  const result = spawnSync(command, versionArgs, { encoding: 'utf8', timeout: 10_000 });
+  return result.status === 0 ? result.stdout.trim().split('\n')[0] ?? '?' : '?';
+}
+
+/** CPU milliseconds per request of each process, from a window's totals. */
+function cpuRow(name: string, requests: number, perSecond: number, cpu: CpuSpent, cpuCount: number): string[] {
+  const per = (seconds: number | null) => (seconds === null || requests === 0 ? 'n/a' : ((seconds * 1000) / requests).toFixed(2));
+  const total = cpu.apiProcessS + cpu.postgresS + (cpu.temporalS ?? 0) + (cpu.loadS ?? 0);
+  // What an otherwise idle machine could sustain: all CPUs busy, or the API's one event loop busy.
+  const ceiling = requests === 0 ? Number.NaN : Math.min((cpuCount * requests) / total, requests / cpu.apiMainThreadS);
+  return [
+    name,
+    formatNumber(perSecond),
+    per(cpu.apiProcessS),
+    per(cpu.apiMainThreadS),
+    per(cpu.postgresS),
+    per(cpu.temporalS),
+    per(cpu.loadS),
+    per(total),
+    `${((total / cpu.wallS) * 100).toFixed(0)}%`,
+    `${(cpu.eventLoopUtilization * 100).toFixed(0)}%`,
+    formatNumber(ceiling),
+  ];
+}
+
+/** This thread's CPU time in ms (other processes on the machine do not inflate it). */
+function threadCpuMs(): number {
+  const usage = process.threadCpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
+
+/** The route's CPU-only steps, measured here in CPU time on a sample of the very bodies sent (ms per request). */
+function requestCpuBreakdown(bodies: readonly Entry[]): { parseMs: number; nobleMs: number; nodeMs: number; records: number } {
+  const sample = bodies.filter((_, index) => index % Math.max(1, Math.floor(bodies.length / 200)) === 0).slice(0, 200);
+  const parsed = sample.map(([, body]) => plcFromJson((transferPlcRequest.parse(JSON.parse(body)) as { plc: PlcJson }).plc));
+  const perRequest = (work: () => void, repeat: number, count: number) => {
+    work();
+    const started = threadCpuMs();
+    for (let i = 0; i < repeat; i += 1) work();
+    return (threadCpuMs() - started) / repeat / count;
+  };
+  const parseMs = perRequest(() => {
+    for (const [, body] of sample) plcFromJson((transferPlcRequest.parse(JSON.parse(body)) as { plc: PlcJson }).plc);
+  }, 3, sample.length);
+  const nodeMs = perRequest(() => {
+    for (const plc of parsed) verifyPlc(plc, { verifySignature: nodeVerifyEd25519 });
+  }, 3, parsed.length);
+  const nobleSample = parsed.slice(0, 10);
+  const nobleMs = perRequest(() => {
+    for (const plc of nobleSample) verifyPlc(plc);
+  }, 1, nobleSample.length);
+  const records = sample.reduce((sum, [, , count]) => sum + count, 0) / sample.length;
+  return { parseMs, nobleMs, nodeMs, records };
+}
+
+async function main(): Promise<void> {
+  const machine = machineInfo();
+  const startedAt = new Date();
+  log(`protocol benchmark: ${startedAt.toISOString()}`);
+  log(`command: node bench/protocol.ts ${process.argv.slice(2).join(' ')}`.trimEnd());
+  log(`machine: ${machine.cpuModel}, ${machine.cpuCount} CPUs, ${machine.memoryGiB} GiB, ${machine.platform}`);
+  log(`load average at start: ${machine.loadAverage} (other work on this machine shares its CPUs)`);
+  let postgresVersion = '?';
+  try {
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    try {
+      postgresVersion = (await admin.query<{ server_version: string }>('SHOW server_version')).rows[0]?.server_version ?? '?';
+    } finally {
+      await admin.end();
+    }
+  } catch (error) {
+    if (parts.has('b') || parts.has('c')) throw error;
+  }
+  log(`node ${process.version} (OpenSSL ${process.versions.openssl}), PostgreSQL ${postgresVersion}`);
+
+  let chain: ChainVerifyResult | undefined;
+  if (parts.has('a')) {
+    log('\n(a) chain verification in the library');
+    chain = benchChainVerification({ hops: 16, chains: chainCount, wallets: 256, roundsMax, timeBudgetMs: 30_000, coldChains: 16, log });
+  }
+
+  let services: BenchServices | undefined;
+  const workDir = await mkdtemp(path.join(tmpdir(), 'bench-protocol-'));
+  const transfer: { name: string; run: LoadRun; prepared: PreparedTransfer; breakdown: ReturnType<typeof requestCpuBreakdown>; routeUsesNode: boolean }[] = [];
+  let baseline: LoadRun | undefined;
+  const creates: CreateRun[] = [];
+  let temporalCliVersion = '?';
+  try {
+    if (parts.has('b') || parts.has('c')) {
+      log('\nstarting PostgreSQL database, Temporal dev server, workers and the app');
+      services = await startServices({ adminUrl, log, appPoolMax: Math.max(20, connections + 4), workerPoolMax: 20 });
+      temporalCliVersion = commandVersion(services.temporalCli, ['--version']);
+      log(`Temporal CLI: ${temporalCliVersion}`);
+      const cpuSources: CpuSources = { pool: services.pool, databaseName: services.databaseName, temporalPid: services.devServer.process.pid };
+      // Before each measurement: let the previous step's Temporal backlog drain (at most 60 s).
+      const quiet = async () => {
+        const state = await waitForQuiet(cpuSources, log, { maxMs: 60_000, busyBelowCpus: 0.1 });
+        if (state.waitedMs > 1500) log(`  quiet after ${(state.waitedMs / 1000).toFixed(0)} s (dev server ${state.temporalCpus.toFixed(2)} CPUs, this process ${state.apiCpus.toFixed(2)} CPUs)`);
+      };
+
+      // Issuers with money: one deposit each, booked directly (the deposit API is not measured here).
+      const issuers = Array.from({ length: 32 }, () => newWallet());
+      for (const issuer of issuers) {
+        const posting = moneyModel.deposit({ ownerId: issuer.pubkey, currency: 'BRL', amountMinor: 10n ** 12n });
+        await postTransaction(services.pool, { idempotencyKey: `bench:fund:${issuer.pubkey}`, txType: posting.txType, referenceType: 'bench', entries: posting.entries });
+      }
+      const wallets = Array.from({ length: 256 }, () => newWallet());
+      log(`${issuers.length} issuers funded, ${wallets.length} wallets`);
+
+      if (parts.has('b')) {
+        log(`\n(b) POST /api/v1/transfer/ under load: ${connections} connections, ${warmupS} s warm-up + ${durationS} s each`);
+        const scenarios = [
+          { name: 'transfer-short', plcs: shortPlcs, preHops: 0, hops: 4 },
+          { name: 'transfer-long', plcs: longPlcs, preHops: 12, hops: 4 },
+        ];
+        const prepared: PreparedTransfer[] = [];
+        for (const scenario of scenarios) {
+          prepared.push(await prepareTransfer({ baseUrl: services.baseUrl, scenario, issuers, wallets, workDir, log }));
+        }
+        const profiled = (name: string) => {
+          let profile: ProfileHandle | undefined;
+          return {
+            onMeasureStart: async () => {
+              profile = await startProfile(profileDir, name);
+            },
+            onMeasureEnd: async () => {
+              for (const line of (await profile?.stop()) ?? []) log(line);
+            },
+          };
+        };
+        const job = (title: string, route: string, files: PreparedTransfer) => ({
+          title,
+          url: `${services!.baseUrl}${route}`,
+          connections,
+          warmupS,
+          durationS,
+          bodiesFile: files.bodiesFile,
+          repeatFile: files.repeatFile,
+        });
+        for (const [index, files] of prepared.entries()) {
+          const name = files.scenario.name;
+          await quiet();
+          const callsBefore = nodeEd25519.stats().calls;
+          log(`\n${name}: ${files.bodies} append requests ready (chains of ${files.scenario.preHops + 1} to ${files.scenario.preHops + files.scenario.hops} records)`);
+          const run = await runLoad(job(name, '/api/v1/transfer/', files), cpuSources, log, profiled(name));
+          const routeUsesNode = nodeEd25519.stats().calls > callsBefore;
+          const bodies = JSON.parse(await readFile(files.bodiesFile, 'utf8')) as Entry[];
+          transfer.push({ name, run, prepared: files, breakdown: requestCpuBreakdown(bodies), routeUsesNode });
+          log(`  [${name}] ${formatNumber(run.result.perSecond)} req/s, p50 ${run.result.latencyP50Ms} ms, p99 ${run.result.latencyP99Ms} ms, non-2xx ${run.result.non2xx}, records appended ${run.result.appendedRecords}, re-registrations ${run.result.unchangedAnswers}`);
+          for (const sample of run.result.sampleErrors) log(`    e.g. ${sample}`);
+          if (index === 0) {
+            log(`\nbaseline ${baselinePath}: same connections and bodies, one INSERT per request`);
+            await quiet();
+            baseline = await runLoad(job('baseline', baselinePath, files), cpuSources, log, profiled('baseline'));
+            log(`  [baseline] ${formatNumber(baseline.result.perSecond)} req/s, p50 ${baseline.result.latencyP50Ms} ms, p99 ${baseline.result.latencyP99Ms} ms, non-2xx ${baseline.result.non2xx}`);
+          }
+        }
+      }
+
+      if (parts.has('c')) {
+        log(`\n(c) PLC create through the API vs a bare update-with-start: ${warmupS} s warm-up + ${createDurationS} s each`);
+        for (const clients of [2, 32]) {
+          for (const kind of ['bare', 'create'] as const) {
+            await quiet();
+            const run = await runCreateScenario({
+              services,
+              kind,
+              issuers,
+              clients,
+              perClientMax: clients === 2 ? 1500 : 200,
+              warmupMs: warmupS * 1000,
+              durationMs: createDurationS * 1000,
+              cpuSources,
+              log,
+              profileDir,
+            });
+            creates.push(run);
+            const { loop } = run;
+            log(
+              `  [${kind} x${clients}] ${loop.operations} in ${(loop.elapsedMs / 1000).toFixed(1)} s = ${loop.perSecond.toFixed(1)}/s, p50 ${ms(loop.latency.p50Ms)} ms, p99 ${ms(loop.latency.p99Ms)} ms` +
+                `${Object.keys(loop.errors).length === 0 ? '' : `, errors ${JSON.stringify(loop.errors)}`}${loop.exhaustedClients > 0 ? `, ${loop.exhaustedClients} clients ran out of items` : ''}`,
+            );
+          }
+        }
+      }
+
+      const counts = await services.pool.query<{ plcs: bigint; transfers: bigint; bare: bigint; baseline: bigint }>(
+        `SELECT (SELECT count(*) FROM plcs) AS plcs, (SELECT count(*) FROM plc_transfers) AS transfers,
+                (SELECT count(*) FROM bench_bare_rows) AS bare, (SELECT count(*) FROM bench_baseline_rows) AS baseline`,
+      );
+      const row = counts.rows[0];
+      log(`\ndatabase at the end: ${row?.plcs ?? '?'} PLCs, ${row?.transfers ?? '?'} transfer records, ${row?.bare ?? '?'} bare rows, ${row?.baseline ?? '?'} baseline rows`);
+    }
+  } finally {
+    if (services !== undefined) {
+      log('stopping the app, workers, Temporal dev server; dropping the database');
+      await services.stop();
+    }
+    await rm(workDir, { recursive: true, force: true });
+  }
+
+  // The report.
+  log(`\nresults (${startedAt.toISOString()}; ${machine.cpuModel}, ${machine.cpuCount} CPUs; node ${process.version}; PostgreSQL ${postgresVersion}; Temporal CLI ${temporalCliVersion})`);
+  log(`load average at the end: ${machineInfo().loadAverage}`);
+  const checks: string[][] = [];
+  if (chain !== undefined) {
+    log(`\n(a) verifyPlc, chains of ${chain.hops} hops (${chain.chains} chains, ${chain.rounds} interleaved rounds; a hop's cost includes 1/${chain.hops} of the issuer signature)`);
+    log(
+      formatTable(
+        ['verifier', 'hops/s (CPU time)', 'vs raw', 'hops/s (wall)'],
+        [
+          ['@noble/ed25519 (library default)', formatNumber(chain.nobleHopsPerS), pct(chain.nobleHopsPerS / chain.rawHopsPerS), formatNumber(chain.wall.nobleHopsPerS)],
+          ['node:crypto (nodeVerifyEd25519), warm keys', formatNumber(chain.nodeHopsPerS), pct(chain.nodeOverRaw), formatNumber(chain.wall.nodeHopsPerS)],
+          ['node:crypto, every key new (cold)', formatNumber(chain.coldNodeHopsPerS), pct(chain.coldNodeOverRaw), ''],
+          ['raw crypto.verify, same signatures', formatNumber(chain.rawHopsPerS), '100%', formatNumber(chain.wall.rawHopsPerS)],
+          ['raw crypto.verify incl. key import (cold)', formatNumber(chain.coldRawImportHopsPerS), pct(chain.coldRawImportHopsPerS / chain.rawHopsPerS), ''],
+        ],
+      ),
+    );
+    log(
+      `raw: ${formatNumber(chain.rawVerifiesPerS)} verifications per CPU-second; node / raw per round from ${pct(chain.nodeOverRawRounds.min)} to ${pct(chain.nodeOverRawRounds.max)}; ` +
+        `node:crypto is ${chain.nodeOverNoble.toFixed(1)}x noble. CPU time is this thread's, so other processes on the machine do not skew the ratios.`,
+    );
+    checks.push(['(a) server verification / raw verify (warm keys)', pct(chain.nodeOverRaw), `>= ${pct(targets.nodeOverRaw)}`, verdict(chain.nodeOverRaw >= targets.nodeOverRaw)]);
+  }
+  if (transfer.length > 0 && baseline !== undefined) {
+    log(`\n(b) ${connections} connections, ${durationS} s measured after ${warmupS} s warm-up`);
+    log(
+      formatTable(
+        ['route', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'records/req', 'appended', 'known'],
+        [
+          ...transfer.map(({ name, run }) => [
+            name,
+            formatNumber(run.result.perSecond),
+            String(run.result.latencyP50Ms),
+            String(run.result.latencyP99Ms),
+            String(run.result.latencyMaxMs),
+            String(run.result.non2xx),
+            String(run.result.errors),
+            run.result.meanRecords.toFixed(1),
+            String(run.result.appendedRecords),
+            String(run.result.unchangedAnswers),
+          ]),
+          [
+            'baseline (1 INSERT)',
+            formatNumber(baseline.result.perSecond),
+            String(baseline.result.latencyP50Ms),
+            String(baseline.result.latencyP99Ms),
+            String(baseline.result.latencyMaxMs),
+            String(baseline.result.non2xx),
+            String(baseline.result.errors),
+            '',
+            '',
+            '',
+          ],
+        ],
+      ),
+    );
+    for (const { name, breakdown, routeUsesNode } of transfer) {
+      log(
+        `${name}: the route verifies with ${routeUsesNode ? 'node:crypto (nodeVerifyEd25519 is wired)' : '@noble/ed25519 (the default: nodeVerifyEd25519 is not wired into api/routes/plc.ts)'}; ` +
+          `CPU per request (this thread's CPU time) measured afterwards on a sample of its bodies (${breakdown.records.toFixed(1)} records): JSON + zod + plcFromJson ${breakdown.parseMs.toFixed(2)} ms, ` +
+          `verifyPlc noble ${breakdown.nobleMs.toFixed(2)} ms, node ${breakdown.nodeMs.toFixed(2)} ms`,
+      );
+    }
+    const short = transfer[0]!.run.result;
+    checks.push(
+      ['(b) transfer req/s (chains of 1-4 records)', formatNumber(short.perSecond), `>= ${formatNumber(targets.transferPerSecond)}`, verdict(short.perSecond >= targets.transferPerSecond)],
+      ['(b) transfer p99', `${short.latencyP99Ms} ms`, `< ${targets.transferP99Ms} ms`, verdict(short.latencyP99Ms < targets.transferP99Ms)],
+      ['(b) transfer non-2xx', String(short.non2xx), '0', verdict(short.non2xx === 0 && short.errors === 0)],
+    );
+  }
+  if (creates.length > 0) {
+    log(`\n(c) ${createDurationS} s measured after ${warmupS} s warm-up, closed loops`);
+    log(
+      formatTable(
+        ['scenario', 'clients', 'ok', 'per second', 'p50 ms', 'p99 ms', 'errors'],
+        creates.map(({ kind, clients, loop }) => [
+          kind === 'create' ? 'PLC create (API)' : 'bare update-with-start',
+          String(clients),
+          String(loop.operations),
+          loop.perSecond.toFixed(1),
+          ms(loop.latency.p50Ms),
+          ms(loop.latency.p99Ms),
+          String(Object.values(loop.errors).reduce((sum, count) => sum + count, 0)),
+        ]),
+      ),
+    );
+    for (const clients of [2, 32]) {
+      const create = creates.find((run) => run.kind === 'create' && run.clients === clients);
+      const bare = creates.find((run) => run.kind === 'bare' && run.clients === clients);
+      if (create === undefined || bare === undefined) continue;
+      const ratio = create.loop.perSecond / bare.loop.perSecond;
+      checks.push([`(c) create / bare at ${clients} clients`, pct(ratio), `>= ${pct(targets.createOverBare)}`, verdict(ratio >= targets.createOverBare)]);
+      if (clients === 2) {
+        checks.push(['(c) create p50 at 2 clients', `${ms(create.loop.latency.p50Ms)} ms`, `< ${targets.createP50MsAt2} ms`, verdict(create.loop.latency.p50Ms < targets.createP50MsAt2)]);
+      }
+    }
+  }
+
+  const cpuRows: string[][] = [];
+  for (const { name, run } of transfer) cpuRows.push(cpuRow(name, run.result.requests, run.result.perSecond, run.cpu, machine.cpuCount));
+  if (baseline !== undefined) cpuRows.push(cpuRow('baseline', baseline.result.requests, baseline.result.perSecond, baseline.cpu, machine.cpuCount));
+  for (const run of creates) cpuRows.push(cpuRow(`${run.kind} x${run.clients}`, run.loop.operations, run.loop.perSecond, run.cpu, machine.cpuCount));
+  if (cpuRows.length > 0) {
+    log(`\nwhere the time goes: CPU ms per request by process (of ${machine.cpuCount} CPUs = ${machine.cpuCount * 1000} CPU-ms per second)`);
+    log(formatTable(['scenario', 'req/s', 'API+workers', 'of it main thread', 'PostgreSQL', 'Temporal', 'load gen', 'total', 'CPU busy', 'API loop busy', 'ceiling/s'], cpuRows));
+    log('API+workers: this process (Fastify, verification, pg client, Temporal client and both workers); main thread: its JS event loop (Fastify, verification,');
+    log('pg client, activities), the rest being the Temporal SDK core and workflow threads; PostgreSQL: the backends of the bench database;');
+    log('Temporal: the dev server; load gen: autocannon (part b) or nothing (part c: the loops run in this process). CPU busy: all of them over the wall time');
+    log(`(100% = one CPU). ceiling/s: what ${machine.cpuCount} otherwise idle CPUs could sustain at these CPU costs, or one API event loop, whichever is less.`);
+  }
+  if (checks.length > 0) {
+    log('\ntargets');
+    log(formatTable(['check', 'value', 'target', 'verdict'], checks));
+  }
+}
+
+main().then(
+  // Everything was stopped in finally blocks; exit even if a library keeps an idle handle.
+  () => process.exit(process.exitCode ?? 0),
+  (error: unknown) => {
+    process.stderr.write(`protocol benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,78 @@
+import { writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
+import path from 'node:path';
+
+/**
+ * Optional (`--cpu-profile <dir>`): a V8 CPU profile of this process's main thread over one
+ * measured window, written as <dir>/<name>.cpuprofile (open it in Chrome DevTools), with the
+ * functions and packages that took the most self time printed as a summary.
+ */
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface ProfileHandle {
+  stop(): Promise<string[]>;
+}
+
+const noProfile: ProfileHandle = { stop: async () => [] };
+
+function where(url: string): string {
+  if (url === '') return '(native)';
+  const modules = url.lastIndexOf('node_modules/');
+  if (modules !== -1) {
+    const rest = url.slice(modules + 'node_modules/'.length).split('/');
+    return rest[0]?.startsWith('@') === true ? `${rest[0]}/${rest[1] ?? ''}` : (rest[0] ?? url);
+  }
+  if (url.startsWith('node:')) return url;
+  const project = url.indexOf('/work/');
+  return project === -1 ? url : url.slice(url.indexOf('/', project + '/work/'.length) + 1);
+}
+
+export async function startProfile(dir: string | undefined, name: string): Promise<ProfileHandle> {
+  if (dir === undefined) return noProfile;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  return {
+    async stop() {
+      const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
+      session.disconnect();
+      await writeFile(path.join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+      const selfUs = new Map<number, number>();
+      profile.samples.forEach((id, index) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0)));
+      const byFunction = new Map<string, number>();
+      const byPlace = new Map<string, number>();
+      let total = 0;
+      for (const node of profile.nodes) {
+        const us = selfUs.get(node.id) ?? 0;
+        if (node.callFrame.functionName === '(idle)') continue;
+        total += us;
+        const place = where(node.callFrame.url);
+        const fn = `${node.callFrame.functionName || '(anonymous)'} ${place}:${node.callFrame.lineNumber + 1}`;
+        byFunction.set(fn, (byFunction.get(fn) ?? 0) + us);
+        byPlace.set(place, (byPlace.get(place) ?? 0) + us);
+      }
+      const top = (map: Map<string, number>, count: number) =>
+        [...map.entries()]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, count)
+          .map(([key, us]) => `    ${((us / total) * 100).toFixed(1).padStart(5)}%  ${key}`);
+      return [
+        `  [profile ${name}] main thread busy ${(total / 1000).toFixed(0)} ms sampled; by place:`,
+        ...top(byPlace, 12),
+        `  [profile ${name}] by function (self time):`,
+        ...top(byFunction, 15),
+      ];
+    },
+  };
+}
