@@ -279,26 +279,7 @@ export async function appendTransfers(
       case 'extend':
         break;
     }
-    for (const record of decision.records) {
-      await client.query({
-        name: 'plc-transfer-insert',
-        text: `INSERT INTO plc_transfers (token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash,
-                                          signature, record_hash, device_id)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        values: [
-          tokenId,
-          record.position,
-          record.senderPubkey,
-          record.recipientPubkey,
-          record.timestampMs,
-          record.nonce,
-          record.prevHash,
-          record.signature,
-          record.recordHash,
-          deviceId,
-        ],
-      });
-    }
+    await insertTransferRecords(client, tokenId, decision.records, deviceId);
     const updated = await one(client, plcRow, {
       name: 'plc-transfer-advance',
       text: `UPDATE plcs SET status = 'TRANSFERRED', chain_length = $2, head_hash = $3, bearer_pubkey = $4,
@@ -309,6 +290,35 @@ export async function appendTransfers(
     });
     return { outcome: 'appended', plc: updated, appended: decision.records.length, statusChanged: plc.status === 'ISSUED' };
   });
+}
+
+/** Stores verified transfer records at their positions (the chain's one-successor and nonce constraints apply). */
+export async function insertTransferRecords(
+  client: PoolClient,
+  tokenId: string,
+  records: readonly (KnownRecord & { position: number })[],
+  deviceId: string,
+): Promise<void> {
+  for (const record of records) {
+    await client.query({
+      name: 'plc-transfer-insert',
+      text: `INSERT INTO plc_transfers (token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash,
+                                        signature, record_hash, device_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      values: [
+        tokenId,
+        record.position,
+        record.senderPubkey,
+        record.recipientPubkey,
+        record.timestampMs,
+        record.nonce,
+        record.prevHash,
+        record.signature,
+        record.recordHash,
+        deviceId,
+      ],
+    });
+  }
 }
 
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {

@@ -3,7 +3,7 @@ import { DomainError } from '../src/errors.ts';
 import { moneyModel } from '../src/ledger/money-model.ts';
 import type { KnownRecord, RegistrationDecision } from '../src/plc/register-transfers.ts';
 import { postTransaction } from './ledger.ts';
-import { isUniqueViolation, listTransfers, plcRow, toKnownRecord, type PlcRow } from './plcs.ts';
+import { insertTransferRecords, isUniqueViolation, listTransfers, plcRow, toKnownRecord, type PlcRow } from './plcs.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
 
@@ -150,26 +150,7 @@ async function openInTransaction(
   }
   let current = plc;
   if (decision.kind === 'extend') {
-    for (const record of decision.records) {
-      await client.query({
-        name: 'plc-transfer-insert',
-        text: `INSERT INTO plc_transfers (token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash,
-                                          signature, record_hash, device_id)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        values: [
-          plc.token_id,
-          record.position,
-          record.senderPubkey,
-          record.recipientPubkey,
-          record.timestampMs,
-          record.nonce,
-          record.prevHash,
-          record.signature,
-          record.recordHash,
-          request.deviceId,
-        ],
-      });
-    }
+    await insertTransferRecords(client, plc.token_id, decision.records, request.deviceId);
     current = await one(client, plcRow, {
       name: 'redemption-advance-plc',
       text: `UPDATE plcs SET status = 'TRANSFERRED', chain_length = $2, head_hash = $3, bearer_pubkey = $4,

@@ -1,46 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { parseExactJson } from '../../src/money/exact-json.ts';
 
 /**
  * Strict JSON bodies. Bodies are parsed once, never coerced (the zod schemas decide types), and a
- * JSON number is kept only when the binary double holds exactly the decimal the client wrote:
- * `12.34` stays 12.34, but `12.3400000000000000001` (which a double would silently round to
- * 12.34) becomes NaN, which every number schema refuses. Money then never rides on a rounded
- * float. `__proto__` and `constructor` keys are refused outright.
+ * JSON number is kept only when the binary double holds exactly the decimal the client wrote, so
+ * money never rides on a rounded float; `__proto__` and `constructor` keys are refused.
  */
 
-/** Canonical decimal text of a finite number's source: no exponent, no redundant zeros. */
-export function canonicalDecimal(source: string): string | null {
-  const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(source);
-  if (match === null) return null;
-  const [, sign, intPart, fracPart = '', expPart = '0'] = match as unknown as [string, string, string, string?, string?];
-  const exponent = Number(expPart);
-  if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > 400) return null;
-  let digits = `${intPart}${fracPart}`;
-  let pointAt = intPart.length + exponent;
-  if (pointAt < 0) {
-    digits = '0'.repeat(-pointAt) + digits;
-    pointAt = 0;
-  }
-  if (pointAt > digits.length) digits = digits + '0'.repeat(pointAt - digits.length);
-  const whole = digits.slice(0, pointAt).replace(/^0+/, '') || '0';
-  const fraction = digits.slice(pointAt).replace(/0+$/, '');
-  const text = fraction === '' ? whole : `${whole}.${fraction}`;
-  return text === '0' ? '0' : `${sign}${text}`;
-}
-
-function exactNumberReviver(this: unknown, key: string, value: unknown, context?: { source?: string }): unknown {
-  if (key === '__proto__' || key === 'constructor') throw new SyntaxError(`forbidden key "${key}"`);
-  if (typeof value === 'number' && context?.source !== undefined) {
-    const written = canonicalDecimal(context.source);
-    const held = canonicalDecimal(String(value));
-    if (written === null || held === null || written !== held) return Number.NaN;
-  }
-  return value;
-}
-
+/** Strict JSON (src/money/exact-json.ts): exact numbers only, no prototype keys. */
 export function parseStrictJson(text: string): unknown {
-  return JSON.parse(text, exactNumberReviver as (this: unknown, key: string, value: unknown) => unknown);
+  return parseExactJson(text);
 }
 
 export const jsonBodyPlugin = fp(
