@@ -70,24 +70,24 @@ export function toLedgerError(error: unknown): unknown {
  * rows.
  */
 export async function postTransaction(db: Queryable, request: PostingRequest): Promise<PostingResult> {
-  const entries = request.entries.map((entry) => ({
-    owner_id: entry.ownerId,
-    bucket: entry.bucket,
-    currency: entry.currency,
-    amount_minor: entry.amountMinor.toString(),
-  }));
+  // One canonical order (owner, bucket, currency, amount; code-point order, like the ledger_post
+  // wrapper's COLLATE "C"), so a retry that lists the same legs differently hashes the same.
+  const legs = [...request.entries].sort(compareLegs);
   try {
     const row = await one(db, postingRow, {
-      name: 'ledger-post',
+      name: 'ledger-post-legs',
       prepare: true,
-      text: 'SELECT transaction_id, created FROM ledger_post($1, $2, $3, $4, $5, $6::jsonb, $7)',
+      text: 'SELECT transaction_id, created FROM ledger_post_legs($1, $2, $3, $4, $5, $6::text[], $7::text[], $8::text[], $9::bigint[], $10)',
       values: [
         request.idempotencyKey,
         request.txType,
         request.referenceType ?? null,
         request.referenceId ?? null,
         request.description ?? null,
-        JSON.stringify(entries),
+        legs.map((leg) => leg.ownerId),
+        legs.map((leg) => leg.bucket),
+        legs.map((leg) => leg.currency),
+        legs.map((leg) => leg.amountMinor.toString()),
         request.allowFrozen ?? false,
       ],
     });
@@ -95,6 +95,19 @@ export async function postTransaction(db: Queryable, request: PostingRequest): P
   } catch (error) {
     throw toLedgerError(error);
   }
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function compareLegs(a: Entry, b: Entry): number {
+  return (
+    compareText(a.ownerId, b.ownerId) ||
+    compareText(a.bucket, b.bucket) ||
+    compareText(a.currency, b.currency) ||
+    (a.amountMinor < b.amountMinor ? -1 : a.amountMinor > b.amountMinor ? 1 : 0)
+  );
 }
 
 const bucketEnum = z.enum(buckets);
