@@ -227,7 +227,7 @@ export function listTransactions(
     name: 'ledger-transactions',
     text: `SELECT t.id, t.seq, t.tx_type, t.reference_type, t.reference_id, t.description, t.created_at, ${entriesJson}
              FROM ledger_transactions t
-            WHERE ($1::text IS NULL OR t.tx_type = $1) AND ($2::text IS NULL OR t.reference_type = $2)
+            WHERE ($1::text IS NULL OR t.tx_type = $1::ledger_tx_type) AND ($2::text IS NULL OR t.reference_type = $2)
             ORDER BY t.seq DESC LIMIT $3 OFFSET $4`,
     values: [filter.txType ?? null, filter.referenceType ?? null, page.limit, page.offset],
   });
@@ -292,7 +292,7 @@ export async function ledgerStats(db: Queryable) {
     }),
     many(db, z.object({ tx_type: z.enum(txTypes), count: z.bigint() }), {
       name: 'ledger-stats-counts',
-      text: 'SELECT tx_type, count(*)::bigint AS count FROM ledger_transactions GROUP BY tx_type ORDER BY tx_type',
+      text: 'SELECT tx_type, count(*)::bigint AS count FROM ledger_transactions GROUP BY tx_type ORDER BY tx_type::text',
     }),
     one(db, z.object({ users: z.bigint(), frozen: z.bigint() }), {
       name: 'ledger-stats-accounts',

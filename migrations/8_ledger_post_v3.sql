@@ -13,6 +13,20 @@
 --    (transaction-locally) the highest entry id it saw, and an entry's own check is skipped when
 --    that check already covered it. An entry added after the check (it has a higher id) is
 --    checked again, so nothing unbalanced can commit.
+--  * tx_type is an enum instead of a 13-value CHECK, which PostgreSQL re-read and planned for every
+--    INSERT; the other CHECKs stay (measured: replacing them with domains gained nothing).
+--  * The index on (reference_type, reference_id) goes: every lookup by reference is by
+--    reference_id, served by ledger_transactions_reference_id (reference_id, tx_type), and one
+--    index fewer is one B-tree insert fewer per posting.
+
+CREATE TYPE ledger_tx_type AS ENUM (
+  'DEPOSIT', 'CHARGE_CREATED', 'CHARGE_SETTLED', 'CHARGE_FAILED',
+  'PLC_ISSUED', 'PLC_CANCELLED', 'PLC_EXPIRED',
+  'REDEEM_REQUESTED', 'REDEEM_SETTLED', 'REDEEM_FAILED',
+  'RISK_HOLD', 'RISK_RELEASE', 'RECONCILIATION');
+ALTER TABLE ledger_transactions DROP CONSTRAINT ledger_transactions_tx_type_check,
+  ALTER COLUMN tx_type TYPE ledger_tx_type USING tx_type::ledger_tx_type;
+DROP INDEX ledger_transactions_reference;
 
 CREATE OR REPLACE FUNCTION ledger_post_legs(
   p_idempotency_key text,
@@ -55,7 +69,7 @@ BEGIN
 
   v_hash := 'v3:' || md5(jsonb_build_array(p_tx_type, p_reference_type, p_reference_id, p_owners, p_buckets, p_currencies, p_amounts)::text);
   INSERT INTO ledger_transactions (idempotency_key, request_hash, tx_type, reference_type, reference_id, description)
-  VALUES (p_idempotency_key, v_hash, p_tx_type, p_reference_type, p_reference_id, p_description)
+  VALUES (p_idempotency_key, v_hash, p_tx_type::ledger_tx_type, p_reference_type, p_reference_id, p_description)
   ON CONFLICT (idempotency_key) DO NOTHING
   RETURNING id INTO v_tx;
   IF v_tx IS NULL THEN

@@ -3,7 +3,7 @@ import type { DatabaseError } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations, getBalances, postTransaction } from '../../db/ledger.ts';
 import type { DomainError } from '../../src/errors.ts';
-import { moneyModel, type Entry } from '../../src/ledger/money-model.ts';
+import { moneyModel, txTypes, type Entry } from '../../src/ledger/money-model.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 /** Migration 8 (ledger_post v3: legs as arrays, the hash as an expression, one balance check per transaction). */
@@ -117,5 +117,17 @@ describe('ledger_post v3', () => {
     expect((error as DatabaseError).code).toBe('PL004');
     expect(await getBalances(db.pool, 'carol', 'BRL')).toEqual(before);
     expect(await findViolations(db.pool)).toEqual([]);
+  });
+
+  it('the tx_type enum holds exactly the money model\'s transaction types, and refuses any other', async () => {
+    const range = await db.pool.query<{ value: string }>(`SELECT unnest(enum_range(NULL::ledger_tx_type))::text AS value`);
+    expect(range.rows.map((row) => row.value)).toEqual([...txTypes]);
+    const error = await errorOf(
+      db.pool.query(`SELECT * FROM ledger_post_legs($1, 'NOT_A_TYPE', NULL, NULL, NULL, ARRAY['carol', 'dave'], ARRAY['AVAILABLE', 'AVAILABLE'], ARRAY['BRL', 'BRL'], ARRAY[-1, 1]::bigint[], false)`, [
+        `test:${randomUUID()}`,
+      ]),
+    );
+    expect((error as DatabaseError).code).toBe('22P02');
+    expect(await getBalances(db.pool, 'dave', 'BRL')).toEqual({ available: 0n, held: 0n, pending: 0n, promised: 0n });
   });
 });
