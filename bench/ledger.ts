@@ -1,6 +1,6 @@
 /**
  * Ledger posting benchmark (not a test). Run: `npm run bench:ledger` or
- * `npx node bench/ledger.ts [--duration-s 10] [--clients 8] [--warmup-s 2] [--keep-database]`.
+ * `npx node bench/ledger.ts [--duration-s 10] [--clients 8] [--warmup-s 2] [--rounds 3] [--keep-database]`.
  *
  * Creates its own database `plc_bench_ledger_<pid>` on BENCH_DATABASE_URL (default
  * postgres://postgres@127.0.0.1:5432/postgres), applies the migrations, seeds 1,000 + 10 accounts
@@ -21,6 +21,11 @@
  * REDEEM_REQUESTED (two accounts, two legs, one debit checked for funds) but both legs land on the
  * AVAILABLE rows every other posting also touches, the worst case for row contention in "hot".
  * The tx type is RECONCILIATION (the one type with no fixed legs).
+ *
+ * The scenarios run in rounds (spread, hot, baseline, baseline-4rt, then again), so that a change
+ * in whatever else the machine runs hits every scenario alike. The table shows, per scenario, the
+ * round with the median throughput; each ratio is computed round by round and the median of the
+ * rounds is checked against its target (every round's figures are printed too).
  *
  * Prints the machine, progress lines, a table (postings/s, p50/p99 latency) with the ratios
  * against the targets, and `findViolations` at the end; drops the database in a finally.
@@ -56,6 +61,7 @@ const { values: args } = parseArgs({
     clients: { type: 'string', default: '8' },
     accounts: { type: 'string', default: '1000' },
     'hot-accounts': { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '3' },
     'keep-database': { type: 'boolean', default: false },
   },
   strict: true,
@@ -66,6 +72,7 @@ if (!(Number.isFinite(warmupS) && warmupS >= 0 && warmupS <= 600)) throw new Err
 const clientCount = positiveInt('clients', args.clients, 64);
 const spreadCount = positiveInt('accounts', args.accounts, 100_000);
 const hotCount = positiveInt('hot-accounts', args['hot-accounts'], 1000);
+const roundCount = positiveInt('rounds', args.rounds, 20);
 if (hotCount < 2 || spreadCount < 2) throw new Error('need at least 2 accounts per scenario');
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -123,7 +130,7 @@ async function run(admin: pg.Client, signal: AbortSignal): Promise<void> {
   log(`ledger benchmark: ${new Date().toISOString()}`);
   log(`machine: ${machine.cpuModel}, ${machine.cpuCount} CPUs, ${machine.memoryGiB} GiB, ${machine.platform}, load ${machine.loadAverage}`);
   log(`node ${machine.node}, PostgreSQL ${setting('server_version')}; synchronous_commit=${setting('synchronous_commit')}, fsync=${setting('fsync')}, shared_buffers=${setting('shared_buffers')}, max_wal_size=${setting('max_wal_size')}`);
-  log(`clients ${clientCount} (one connection each), warm-up ${warmupS} s, duration ${durationS} s per scenario, ${spreadCount} spread + ${hotCount} hot accounts`);
+  log(`clients ${clientCount} (one connection each), ${roundCount} rounds, warm-up ${warmupS} s + ${durationS} s per scenario and round, ${spreadCount} spread + ${hotCount} hot accounts`);
   log(`database ${databaseName}${args['keep-database'] ? ' (kept at the end)' : ''}`);
 
   await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(databaseName)}`);
@@ -201,25 +208,27 @@ async function run(admin: pg.Client, signal: AbortSignal): Promise<void> {
       return result;
     };
 
-    const posting = (owners: readonly string[], label: string) => async (client: PoolClient, clientIndex: number, sequence: number) => {
-      await postTransaction(client, {
-        idempotencyKey: `bench:${label}:${clientIndex}:${sequence}`,
-        txType: 'RECONCILIATION',
-        referenceType: 'bench',
-        entries: transferEntries(owners),
-      });
+    // Each run of a scenario numbers its operations from 0 again: the key carries the run too.
+    const posting = (owners: readonly string[], label: string) => {
+      const run = randomUUID();
+      return async (client: PoolClient, clientIndex: number, sequence: number) => {
+        await postTransaction(client, {
+          idempotencyKey: `bench:${label}:${run}:${clientIndex}:${sequence}`,
+          txType: 'RECONCILIATION',
+          referenceType: 'bench',
+          entries: transferEntries(owners),
+        });
+      };
     };
 
-    const spread = await scenario('spread', posting(spreadOwners, 'spread'));
-    const hot = await scenario('hot', posting(hotOwners, 'hot'));
-    const baseline = await scenario('baseline', async (client) => {
+    const baselineOneTrip = async (client: PoolClient) => {
       const pair = randomUUID();
       await client.query(
         `BEGIN; INSERT INTO bench_baseline (pair, leg, amount_minor) VALUES ('${pair}', 1, -1);` +
           ` INSERT INTO bench_baseline (pair, leg, amount_minor) VALUES ('${pair}', 2, 1); COMMIT`,
       );
-    });
-    const baseline4 = await scenario('baseline-4rt', async (client) => {
+    };
+    const baselineFourTrips = async (client: PoolClient) => {
       const pair = randomUUID();
       await client.query('BEGIN');
       try {
@@ -230,12 +239,56 @@ async function run(admin: pg.Client, signal: AbortSignal): Promise<void> {
         await client.query('ROLLBACK').catch(() => {});
         throw error;
       }
-    });
-
-    const hotOverSpread = hot.perSecond / spread.perSecond;
-    const spreadOverBaseline = spread.perSecond / baseline.perSecond;
+    };
+    const scenarios = [
+      { name: 'spread', operation: () => posting(spreadOwners, 'spread') },
+      { name: 'hot', operation: () => posting(hotOwners, 'hot') },
+      { name: 'baseline', operation: () => baselineOneTrip },
+      { name: 'baseline-4rt', operation: () => baselineFourTrips },
+    ] as const;
+    const rounds: Record<(typeof scenarios)[number]['name'], ClosedLoopResult>[] = [];
+    for (let round = 1; round <= roundCount; round += 1) {
+      const results: Partial<Record<(typeof scenarios)[number]['name'], ClosedLoopResult>> = {};
+      for (const { name, operation } of scenarios) {
+        results[name] = await scenario(roundCount === 1 ? name : `${name} (round ${round})`, operation());
+      }
+      rounds.push(results as Record<(typeof scenarios)[number]['name'], ClosedLoopResult>);
+    }
+    const median = (values: number[]) => {
+      const sorted = [...values].sort((a, b) => a - b);
+      return sorted[Math.floor((sorted.length - 1) / 2)] as number;
+    };
+    /** The round with the median throughput, so the table shows figures that were observed together. */
+    const medianRound = (name: (typeof scenarios)[number]['name']) => {
+      const byRate = rounds.map((round) => round[name]).sort((a, b) => a.perSecond - b.perSecond);
+      return byRate[Math.floor((byRate.length - 1) / 2)] as ClosedLoopResult;
+    };
+    const spread = medianRound('spread');
+    const hot = medianRound('hot');
+    const baseline = medianRound('baseline');
+    const baseline4 = medianRound('baseline-4rt');
+    const hotOverSpread = median(rounds.map((round) => round.hot.perSecond / round.spread.perSecond));
+    const spreadOverBaseline = median(rounds.map((round) => round.spread.perSecond / round.baseline.perSecond));
+    const spreadOverBaseline4 = median(rounds.map((round) => round.spread.perSecond / round['baseline-4rt'].perSecond));
+    if (roundCount > 1) {
+      log('\nper round (postings or transactions per second)');
+      log(
+        formatTable(
+          ['round', 'spread', 'hot', 'baseline', 'baseline-4rt', 'hot / spread', 'spread / baseline'],
+          rounds.map((round, index) => [
+            String(index + 1),
+            formatNumber(round.spread.perSecond),
+            formatNumber(round.hot.perSecond),
+            formatNumber(round.baseline.perSecond),
+            formatNumber(round['baseline-4rt'].perSecond),
+            `${((round.hot.perSecond / round.spread.perSecond) * 100).toFixed(0)}%`,
+            `${((round.spread.perSecond / round.baseline.perSecond) * 100).toFixed(0)}%`,
+          ]),
+        ),
+      );
+    }
     const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
-    log('\nresults');
+    log(`\nresults${roundCount > 1 ? ' (per scenario, the round with the median throughput; ratios: median over the rounds)' : ''}`);
     log(
       formatTable(
         ['scenario', 'clients', 'ok', 'per second', 'p50 (ms)', 'p99 (ms)', 'errors', 'server CPU/op (ms)', 'client CPU/op (ms)', 'CPU-bound ceiling/s'],
@@ -271,7 +324,7 @@ async function run(admin: pg.Client, signal: AbortSignal): Promise<void> {
             `>= ${targets.spreadOverBaseline * 100}%`,
             verdict(spreadOverBaseline >= targets.spreadOverBaseline),
           ],
-          ['spread / baseline-4rt (info)', `${((spread.perSecond / baseline4.perSecond) * 100).toFixed(0)}%`, '', ''],
+          ['spread / baseline-4rt (info)', `${(spreadOverBaseline4 * 100).toFixed(0)}%`, '', ''],
         ],
       ),
     );
