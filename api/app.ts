@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { createPgRateLimitStore } from '../db/rate-limit-store.ts';
 import { DomainError } from '../src/errors.ts';
 import { authPlugin } from './plugins/auth.ts';
+import { startPlcStatusDispatcher, type PlcStatusDispatcher } from './plc-status-dispatcher.ts';
 import { depsPlugin, type AppDeps } from './plugins/deps.ts';
 import { errorsPlugin } from './plugins/errors.ts';
 import { jsonBodyPlugin } from './plugins/json-body.ts';
@@ -52,6 +53,20 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.setSerializerCompiler(serializerCompiler);
 
   await app.register(depsPlugin, { deps: options.deps });
+  // Delivers queued PLC statuses to their workflows after the transfer route has answered.
+  let dispatcher: PlcStatusDispatcher | undefined;
+  app.addHook('onReady', async () => {
+    dispatcher = startPlcStatusDispatcher({
+      pool: options.deps.pool,
+      temporal: options.deps.temporal,
+      log: app.log,
+      pollMs: options.deps.config.PLC_STATUS_POLL_MS,
+      batchSize: options.deps.config.PLC_STATUS_BATCH,
+    });
+  });
+  app.addHook('onClose', async () => {
+    await dispatcher?.stop();
+  });
   await app.register(requestIdPlugin);
   await app.register(errorsPlugin);
   await app.register(jsonBodyPlugin);

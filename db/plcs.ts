@@ -232,12 +232,6 @@ export async function releasePlc(pool: Pool, tokenId: string, kind: ReleaseKind)
   });
 }
 
-export type AppendResult =
-  | { outcome: 'appended' | 'unchanged'; plc: PlcRow; appended: number; statusChanged: boolean }
-  | { outcome: 'fork'; plc: PlcRow; decision: Extract<RegistrationDecision, { kind: 'fork' }> }
-  | { outcome: 'unrelated'; plc: PlcRow; index: number }
-  | { outcome: 'not_transferable'; plc: PlcRow };
-
 export function toKnownRecord(row: TransferRow): KnownRecord {
   return {
     senderPubkey: row.sender_pubkey,
@@ -250,45 +244,107 @@ export function toKnownRecord(row: TransferRow): KnownRecord {
   };
 }
 
+/** A PLC with its registered chain, read in one round trip (the transfer route's first step). */
+export interface PlcWithChain {
+  plc: PlcRow;
+  known: KnownRecord[];
+}
+
+const chainJson = z.array(
+  z.object({
+    sender_pubkey: z.string(),
+    recipient_pubkey: z.string(),
+    timestamp_ms: z.number().int(),
+    nonce: z.string(),
+    prev_hash: z.string(),
+    signature: z.string(),
+    record_hash: z.string(),
+  }),
+);
+
+export async function getPlcWithChain(db: Queryable, tokenId: string): Promise<PlcWithChain | null> {
+  const row = await maybeOne(db, plcRow.extend({ chain: chainJson }), {
+    name: 'plc-get-with-chain',
+    text: `SELECT ${plcColumns},
+                  (SELECT coalesce(json_agg(json_build_object('sender_pubkey', t.sender_pubkey, 'recipient_pubkey', t.recipient_pubkey,
+                                            'timestamp_ms', t.timestamp_ms, 'nonce', t.nonce, 'prev_hash', t.prev_hash,
+                                            'signature', t.signature, 'record_hash', t.record_hash) ORDER BY t.position), '[]')
+                     FROM plc_transfers t WHERE t.token_id = p.token_id) AS chain
+             FROM plcs p WHERE p.token_id = $1`,
+    values: [tokenId],
+  });
+  if (row === null) return null;
+  const { chain, ...plc } = row;
+  return {
+    plc,
+    known: chain.map((record) => ({
+      senderPubkey: record.sender_pubkey,
+      recipientPubkey: record.recipient_pubkey,
+      timestampMs: record.timestamp_ms,
+      nonce: record.nonce,
+      prevHash: record.prev_hash,
+      signature: record.signature,
+      recordHash: record.record_hash,
+    })),
+  };
+}
+
 /**
- * Registers records a wallet learnt offline. `decide` receives the locked PLC and the known
- * chain and says what the presented (already verified) chain does to it. Runs under the PLC's
- * row lock, so registrations of one PLC are serialised; the UNIQUE (token_id, prev_hash)
- * constraint is the last line against a second successor.
+ * Appends the records of an `extend` decision in one statement, if the PLC is still where it was
+ * read (the same chain length and head, transferable, no redemption in flight): a compare-and-set
+ * under the PLC's row lock. null when another registration, a cancel, an expiry or a redemption
+ * got there first: read again and decide again. A first hop (ISSUED -> TRANSFERRED) also queues
+ * the status for the PLC's workflow in `plc_status_outbox`, in the same statement, so the
+ * workflow's search attribute follows without a Temporal call on the request path.
  */
-export async function appendTransfers(
-  pool: Pool,
-  tokenId: string,
+export async function appendTransfersIfUnchanged(
+  db: Queryable,
+  read: PlcRow,
+  decision: Extract<RegistrationDecision, { kind: 'extend' }>,
   deviceId: string,
-  decide: (plc: PlcRow, known: KnownRecord[]) => RegistrationDecision,
-): Promise<AppendResult | null> {
-  return withTransaction(pool, async (client) => {
-    const plc = await lockPlc(client, tokenId);
-    if (plc === null) return null;
-    const known = (await listTransfers(client, tokenId)).map(toKnownRecord);
-    const decision = decide(plc, known);
-    switch (decision.kind) {
-      case 'refuse':
-        return { outcome: 'not_transferable', plc };
-      case 'fork':
-        return { outcome: 'fork', plc, decision };
-      case 'unrelated':
-        return { outcome: 'unrelated', plc, index: decision.index };
-      case 'unchanged':
-        return { outcome: 'unchanged', plc, appended: 0, statusChanged: false };
-      case 'extend':
-        break;
-    }
-    await insertTransferRecords(client, tokenId, decision.records, deviceId);
-    const updated = await one(client, plcRow, {
-      name: 'plc-transfer-advance',
-      text: `UPDATE plcs SET status = 'TRANSFERRED', chain_length = $2, head_hash = $3, bearer_pubkey = $4,
+): Promise<PlcRow | null> {
+  const records = decision.records;
+  return maybeOne(db, plcRow, {
+    name: 'plc-transfer-append',
+    text: `WITH advanced AS (
+             UPDATE plcs SET status = 'TRANSFERRED', chain_length = $4, head_hash = $5, bearer_pubkey = $6,
                     status_changed_at = CASE WHEN status = 'TRANSFERRED' THEN status_changed_at ELSE now() END
-              WHERE token_id = $1 AND status IN ('ISSUED', 'TRANSFERRED') AND redemption_id IS NULL
-              RETURNING ${plcColumns}`,
-      values: [tokenId, decision.chainLength, decision.headHash, decision.bearerPubkey],
-    });
-    return { outcome: 'appended', plc: updated, appended: decision.records.length, statusChanged: plc.status === 'ISSUED' };
+              WHERE token_id = $1 AND chain_length = $2 AND head_hash = $3
+                AND status IN ('ISSUED', 'TRANSFERRED') AND redemption_id IS NULL
+             RETURNING ${plcColumns}
+           ), stored AS (
+             INSERT INTO plc_transfers (token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash,
+                                        signature, record_hash, device_id)
+             SELECT a.token_id, r.position, r.sender, r.recipient, r.ts, r.nonce, r.prev, r.sig, r.hash, $7
+               FROM advanced a,
+                    unnest($8::int[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[])
+                      AS r(position, sender, recipient, ts, nonce, prev, sig, hash)
+           ), queued AS (
+             INSERT INTO plc_status_outbox (token_id, status, chain_length)
+             SELECT a.token_id, a.status, a.chain_length FROM advanced a WHERE $16::boolean
+             ON CONFLICT (token_id) DO UPDATE SET status = EXCLUDED.status, chain_length = EXCLUDED.chain_length,
+                                                  enqueued_at = now(), revision = plc_status_outbox.revision + 1,
+                                                  attempts = 0, next_attempt_at = now()
+           )
+           SELECT * FROM advanced`,
+    values: [
+      read.token_id,
+      read.chain_length,
+      read.head_hash,
+      decision.chainLength,
+      decision.headHash,
+      decision.bearerPubkey,
+      deviceId,
+      records.map((r) => r.position),
+      records.map((r) => r.senderPubkey),
+      records.map((r) => r.recipientPubkey),
+      records.map((r) => r.timestampMs),
+      records.map((r) => r.nonce),
+      records.map((r) => r.prevHash),
+      records.map((r) => r.signature),
+      records.map((r) => r.recordHash),
+      read.status === 'ISSUED',
+    ],
   });
 }
 

@@ -60,6 +60,9 @@ export const configSchema = z
     RATE_LIMIT_PLC_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
     RATE_LIMIT_TRANSFER_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),
     RATE_LIMIT_REDEEM_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(20),
+    /** The PLC status outbox's dispatcher (api/plc-status-dispatcher.ts): pause between polls when idle, rows per poll. */
+    PLC_STATUS_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(200),
+    PLC_STATUS_BATCH: z.coerce.number().int().min(1).max(500).default(16),
 
     /** The payment gateway (docs/gateway-wire-api.md); in development the simulator (npm run start:simulator). */
     GATEWAY_BASE_URL: z.string().url().default('http://127.0.0.1:8010'),

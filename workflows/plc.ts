@@ -32,7 +32,7 @@ const { expirePlc } = proxyActivities<PlcActivities>({
 
 export const issuePlcUpdate = defineUpdate<{ created: boolean; state: PlcState }, [IssuePlcInput]>('issuePlc');
 export const cancelPlcUpdate = defineUpdate<PlcState, []>('cancelPlc');
-/** Sent (best effort) when a transfer moves the PLC from ISSUED to TRANSFERRED. */
+/** Sent through the PLC status outbox (api/plc-status-dispatcher.ts) after a first hop moved the PLC from ISSUED to TRANSFERRED. */
 export const plcTransferredSignal = defineSignal<[{ chainLength: number }]>('plcTransferred');
 /** Sent by a redemption when it settles or fails, so that a due expiry is retried. */
 export const plcRedemptionFinishedSignal = defineSignal<[{ status: 'REDEEMED' | 'REVERTED' }]>('plcRedemptionFinished');

@@ -2,7 +2,7 @@ import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/c
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { appendTransfers, getPlc, isUniqueViolation, listIssuerActive, listTransfers, type AppendResult } from '../../db/plcs.ts';
+import { appendTransfersIfUnchanged, getPlc, getPlcWithChain, isUniqueViolation, listIssuerActive, listTransfers, type PlcRow, type PlcWithChain } from '../../db/plcs.ts';
 import { raiseRiskFlag } from '../../db/risk-flags.ts';
 import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { DomainError } from '../../src/errors.ts';
@@ -21,8 +21,9 @@ import {
   verifyPlc,
   type Plc,
   type PlcJson,
+  type VerifiedPrefix,
 } from '../../src/protocol/index.ts';
-import { cancelPlcUpdate, issuePlcUpdate, plcTransferredSignal, plcWorkflow } from '../../workflows/plc.ts';
+import { cancelPlcUpdate, issuePlcUpdate, plcWorkflow } from '../../workflows/plc.ts';
 import { businessStatusKey, ownerIdKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { idempotent } from '../idempotency.ts';
 import { toChainEntry, toPlcStatus } from '../plc-views.ts';
@@ -64,9 +65,9 @@ function rateLimit(groupId: string, max: number) {
 }
 
 /** Verifies a PLC the way a wallet does; a refusal names the protocol's stable reason. */
-function verifyOrRefuse(plc: Plc, clockToleranceMs: number, field: string): void {
+function verifyOrRefuse(plc: Plc, clockToleranceMs: number, field: string, verifiedPrefix?: VerifiedPrefix): void {
   // Node's Ed25519 (OpenSSL) on the server, with exactly the library's answers: see infra/ed25519-node.ts.
-  const verification = verifyPlc(plc, { clockToleranceMs, verifySignature: nodeVerifyEd25519 });
+  const verification = verifyPlc(plc, { clockToleranceMs, verifySignature: nodeVerifyEd25519, verifiedPrefix });
   if (!verification.ok) {
     throw new DomainError('PLC_INVALID', `the PLC does not verify: ${verification.reason}${verification.index === null ? '' : ` at record ${verification.index}`}`, {
       field,
@@ -313,79 +314,93 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) =>
       idempotent(request, reply, { pool, scope: 'transfer', windowMs: config.IDEMPOTENCY_WINDOW_MS }, async () => {
         const plc = parsePlc(request.body.plc, request.body.transport);
-        verifyOrRefuse(plc, toleranceMs, request.body.plc === undefined ? 'transport' : 'plc');
+        const field = request.body.plc === undefined ? 'transport' : 'plc';
         const tokenId = plc.commitment.tokenId;
-        const stored = await getPlc(pool, tokenId);
-        if (stored === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC: it must be created first');
-        if (!bytesEqual(hexToBytes(stored.commitment_hash, 32), plc.commitmentHash)) {
-          throw new DomainError('PLC_MISMATCH', 'this PLC differs from the one registered under its token id');
-        }
-        if (Date.now() > expiryDueAtMs(Number(stored.expires_at_ms), toleranceMs) && stored.status !== 'REDEEMED') {
-          throw new DomainError('PLC_EXPIRED', 'the PLC has expired', { expires_at: stored.expires_at.toISOString() });
-        }
         const deviceId = deviceOf(request);
-        const decide = (row: Parameters<Parameters<typeof appendTransfers>[3]>[0], known: Parameters<Parameters<typeof appendTransfers>[3]>[1]) =>
-          decideRegistration({ status: row.status, redemptionInFlight: row.redemption_id !== null }, known, plc.transferChain);
-        let result: AppendResult | null;
-        try {
-          result = await appendTransfers(pool, tokenId, deviceId, decide);
-        } catch (error) {
-          // Two registrations raced past each other's reads: the loser's insert hit the one-successor
-          // or nonce constraint. Decide again against the winner's chain (a fork, or nothing new).
-          if (!isUniqueViolation(error)) throw error;
-          result = await appendTransfers(pool, tokenId, deviceId, decide);
-        }
-        if (result === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
-        switch (result.outcome) {
-          case 'fork': {
-            const { decision } = result;
-            const flag = await raiseRiskFlag(pool, {
-              flagType: 'DOUBLE_SPEND_FORK',
-              severity: 'high',
-              subjectPubkey: decision.culpritPubkey,
-              tokenId,
-              dedupeKey: `fork:${tokenId}:${decision.known.prevHash}:${decision.presented.recordHash}`,
-              details: { prev_hash: decision.known.prevHash, position: decision.index, device_id: deviceId },
-            });
-            request.log.warn({ token_id: tokenId, culprit: decision.culpritPubkey, flag_id: flag.id }, 'double spend: fork refused');
-            throw new DomainError('DOUBLE_SPEND_DETECTED', 'this record spends a PLC state that already has another successor', {
-              token_id: tokenId,
-              signer_pubkey: decision.culpritPubkey,
-              prev_hash: decision.known.prevHash,
-              position: decision.index,
-              registered_record: recordJson(decision.known),
-              presented_record: recordJson(decision.presented),
-              risk_flag_id: flag.id,
-            });
+        // Read, decide, then append only if the PLC is still as read; a registration that lost a
+        // race (another hop, a cancel, an expiry, a redemption) reads again and decides again.
+        for (let attempt = 1; ; attempt += 1) {
+          const stored = await getPlcWithChain(pool, tokenId);
+          // The records registered before were verified then: only what is new is verified again
+          // (same answer as a full verification, see VerifyOptions.verifiedPrefix).
+          const sameCommitment = stored !== null && bytesEqual(hexToBytes(stored.plc.commitment_hash, 32), plc.commitmentHash);
+          verifyOrRefuse(plc, toleranceMs, field, sameCommitment ? verifiedPrefixOf(stored) : undefined);
+          if (stored === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC: it must be created first');
+          if (!sameCommitment) throw new DomainError('PLC_MISMATCH', 'this PLC differs from the one registered under its token id');
+          const row = stored.plc;
+          if (Date.now() > expiryDueAtMs(Number(row.expires_at_ms), toleranceMs) && row.status !== 'REDEEMED') {
+            throw new DomainError('PLC_EXPIRED', 'the PLC has expired', { expires_at: row.expires_at.toISOString() });
           }
-          case 'unrelated':
-            throw new DomainError('PLC_MISMATCH', 'the presented chain does not continue the registered one', { position: result.index });
-          case 'not_transferable':
-            throw new DomainError('PLC_NOT_TRANSFERABLE', `a ${result.plc.status} PLC cannot be transferred`, {
-              status: result.plc.status,
-              redemption_in_flight: result.plc.redemption_id !== null,
-            });
-          case 'appended':
-          case 'unchanged':
-            break;
+          const decision = decideRegistration({ status: row.status, redemptionInFlight: row.redemption_id !== null }, stored.known, plc.transferChain);
+          switch (decision.kind) {
+            case 'refuse':
+              throw new DomainError('PLC_NOT_TRANSFERABLE', `a ${row.status} PLC cannot be transferred`, {
+                status: row.status,
+                redemption_in_flight: row.redemption_id !== null,
+              });
+            case 'fork': {
+              const flag = await raiseRiskFlag(pool, {
+                flagType: 'DOUBLE_SPEND_FORK',
+                severity: 'high',
+                subjectPubkey: decision.culpritPubkey,
+                tokenId,
+                dedupeKey: `fork:${tokenId}:${decision.known.prevHash}:${decision.presented.recordHash}`,
+                details: { prev_hash: decision.known.prevHash, position: decision.index, device_id: deviceId },
+              });
+              request.log.warn({ token_id: tokenId, culprit: decision.culpritPubkey, flag_id: flag.id }, 'double spend: fork refused');
+              throw new DomainError('DOUBLE_SPEND_DETECTED', 'this record spends a PLC state that already has another successor', {
+                token_id: tokenId,
+                signer_pubkey: decision.culpritPubkey,
+                prev_hash: decision.known.prevHash,
+                position: decision.index,
+                registered_record: recordJson(decision.known),
+                presented_record: recordJson(decision.presented),
+                risk_flag_id: flag.id,
+              });
+            }
+            case 'unrelated':
+              throw new DomainError('PLC_MISMATCH', 'the presented chain does not continue the registered one', { position: decision.index });
+            case 'unchanged':
+              return transferAnswer(row, 0);
+            case 'extend':
+              break;
+          }
+          let updated: PlcRow | null;
+          try {
+            updated = await appendTransfersIfUnchanged(pool, row, decision, deviceId);
+          } catch (error) {
+            // The one-successor or nonce constraint: a competing registration got in between.
+            if (!isUniqueViolation(error)) throw error;
+            updated = null;
+          }
+          if (updated !== null) return transferAnswer(updated, decision.records.length);
+          if (attempt >= appendAttemptsMax) {
+            throw new DomainError('CONFLICT', 'the PLC kept changing while this registration was decided; send it again', { token_id: tokenId });
+          }
         }
-        if (result.outcome === 'appended' && result.statusChanged) {
-          // Best effort, after the commit: the workflow only mirrors the status for the UI.
-          temporal.workflow
-            .getHandle(`plc-${tokenId}`)
-            .signal(plcTransferredSignal, { chainLength: result.plc.chain_length })
-            .catch((error: unknown) => request.log.warn({ err: error, token_id: tokenId }, 'could not signal the PLC workflow'));
-        }
-        return {
-          token_id: tokenId,
-          status: result.plc.status,
-          chain_length: result.plc.chain_length,
-          bearer_pubkey: result.plc.bearer_pubkey,
-          head_hash: result.plc.head_hash,
-          appended: result.appended,
-        };
       }),
   );
+}
+
+/** Read-decide-append rounds before a registration that keeps losing races gives up (409). */
+const appendAttemptsMax = 5;
+
+function transferAnswer(plc: PlcRow, appended: number) {
+  return {
+    token_id: plc.token_id,
+    status: plc.status,
+    chain_length: plc.chain_length,
+    bearer_pubkey: plc.bearer_pubkey,
+    head_hash: plc.head_hash,
+    appended,
+  };
+}
+
+function verifiedPrefixOf(stored: PlcWithChain): VerifiedPrefix {
+  return {
+    issuerSignature: hexToBytes(stored.plc.signature, 64),
+    records: stored.known.map((record) => ({ hash: hexToBytes(record.recordHash, 32), signature: hexToBytes(record.signature, 64) })),
+  };
 }
 
 function recordJson(record: { senderPubkey: string; recipientPubkey: string; timestampMs: number; nonce: string; prevHash: string; signature: string; recordHash: string }) {

@@ -26,6 +26,22 @@ export interface VerifyOptions {
    * (infra/ed25519-node.ts). Called only after the length checks, and synchronously.
    */
   readonly verifySignature?: SignatureVerifier;
+  /**
+   * What a verifier already checked and kept: the issuer's signature and the first records of the
+   * chain, each with its hash and signature. A presented record equal to the one kept at its
+   * position (same recomputed hash, which covers every field but the signature, and the same
+   * signature bytes) skips the two costly checks it already passed (its signature and its
+   * recipient key's validity); likewise the issuer's signature. Every other rule (links, sender,
+   * timestamps, nonces, lengths) still runs on the whole chain, so the answer is the one a full
+   * verification gives, as long as what was kept had itself passed `verifyPlc`. The server passes
+   * the chain it registered; a wallet has no use for it.
+   */
+  readonly verifiedPrefix?: VerifiedPrefix;
+}
+
+export interface VerifiedPrefix {
+  readonly issuerSignature: Uint8Array;
+  readonly records: readonly { readonly hash: Uint8Array; readonly signature: Uint8Array }[];
 }
 
 export interface Verified {
@@ -66,13 +82,13 @@ export function verifyPlc(plc: Plc, options?: VerifyOptions): PlcVerification {
   }
   try {
     // Every signature check below, the records' in `checkRecord` included, goes to `verifier`.
-    return withSignatureVerifier(verifier, () => verifyUnchecked(plc, clockToleranceMs));
+    return withSignatureVerifier(verifier, () => verifyUnchecked(plc, clockToleranceMs, options?.verifiedPrefix));
   } catch (error) {
     return { ok: false, reason: 'malformed', index: null, detail: `unexpected input: ${String(error)}` };
   }
 }
 
-function verifyUnchecked(plc: Plc, clockToleranceMs: number): PlcVerification {
+function verifyUnchecked(plc: Plc, clockToleranceMs: number, prefix: VerifiedPrefix | undefined): PlcVerification {
   if (plc === null || typeof plc !== 'object') {
     return { ok: false, reason: 'malformed', index: null, detail: 'PLC is not an object' };
   }
@@ -95,14 +111,27 @@ function verifyUnchecked(plc: Plc, clockToleranceMs: number): PlcVerification {
   if (!bytesEqual(plc.commitmentHash, commitmentHash)) {
     return { ok: false, reason: 'commitment_hash_mismatch', index: null, detail: 'carried commitment hash differs from the recomputed one' };
   }
-  if (!verifySignature(plc.issuerSignature, commitmentHash, plc.commitment.issuerPublicKey)) {
+  const issuerSignatureKept = prefix !== undefined && bytesEqual(prefix.issuerSignature, plc.issuerSignature);
+  if (!issuerSignatureKept && !verifySignature(plc.issuerSignature, commitmentHash, plc.commitment.issuerPublicKey)) {
     return { ok: false, reason: 'invalid_issuer_signature', index: null, detail: "issuer's signature over the commitment hash does not verify" };
   }
 
   let previous: { record: TransferRecord; hash: Uint8Array } | undefined;
   const seenNonces = new Set<string>();
   for (const [index, record] of plc.transferChain.entries()) {
-    const check = checkRecord({ commitment: plc.commitment, commitmentHash, previous, seenNonces, clockToleranceMs }, record, index);
+    const kept = prefix?.records[index];
+    const check = checkRecord(
+      {
+        commitment: plc.commitment,
+        commitmentHash,
+        previous,
+        seenNonces,
+        clockToleranceMs,
+        keptRecord: kept !== undefined && bytesEqual(kept.signature, record.signature) ? kept.hash : undefined,
+      },
+      record,
+      index,
+    );
     if (!check.ok) return check;
     seenNonces.add(bytesToHex(record.nonce));
     previous = { record, hash: check.hash };

@@ -57,6 +57,7 @@ export {
   findForkAgainstKnown,
   verifyForkEvidence,
   type VerifyOptions,
+  type VerifiedPrefix,
   type Verified,
   type PlcVerification,
   type ExpiryCheck,

@@ -89,6 +89,12 @@ export interface RecordContext {
   /** Hex of every nonce earlier in the chain. */
   readonly seenNonces: ReadonlySet<string>;
   readonly clockToleranceMs: number;
+  /**
+   * The hash of the record with the same signature kept at this position by an earlier full
+   * verification (`VerifyOptions.verifiedPrefix`): when the recomputed hash equals it, the
+   * recipient key and the signature were already checked and are not checked again.
+   */
+  readonly keptRecord?: Uint8Array | undefined;
 }
 
 export type RecordCheck = { readonly ok: true; readonly hash: Uint8Array } | Rejection;
@@ -107,7 +113,11 @@ export function checkRecord(context: RecordContext, record: TransferRecord, inde
   if (!bytesEqual(record.senderPublicKey, expectedSender)) {
     return fail('wrong_sender', 'sender is not the current bearer (the previous recipient, or the issuer)');
   }
-  if (!isValidPublicKey(record.recipientPublicKey)) {
+  // Computed up front (it is cheap) so that a record kept by an earlier verification can skip the
+  // two costly checks; the order in which failures are reported does not change.
+  const hash = computeRecordHash(record);
+  const alreadyVerified = context.keptRecord !== undefined && bytesEqual(context.keptRecord, hash);
+  if (!alreadyVerified && !isValidPublicKey(record.recipientPublicKey)) {
     return fail('invalid_public_key', 'recipient key is not a valid Ed25519 public key');
   }
   if (bytesEqual(record.recipientPublicKey, record.senderPublicKey)) {
@@ -124,11 +134,10 @@ export function checkRecord(context: RecordContext, record: TransferRecord, inde
   if (context.seenNonces.has(bytesToHex(record.nonce))) {
     return fail('duplicate_nonce', 'nonce already used earlier in this chain');
   }
-  const hash = computeRecordHash(record);
   if (!bytesEqual(record.hash, hash)) {
     return fail('record_hash_mismatch', 'carried record hash differs from the recomputed one');
   }
-  if (!verifySignature(record.signature, encodeTransferMessage(record), record.senderPublicKey)) {
+  if (!alreadyVerified && !verifySignature(record.signature, encodeTransferMessage(record), record.senderPublicKey)) {
     return fail('invalid_signature', "sender's signature does not verify");
   }
   return { ok: true, hash };

@@ -14,8 +14,10 @@ import {
   plcToJson,
   verifyForkEvidence,
   verifyPlc,
+  verifySignature,
   type Plc,
   type TransferRecord,
+  type VerifiedPrefix,
 } from '../../src/protocol/index.ts';
 import { bytesToUuid, u64be } from '../../src/protocol/bytes.ts';
 import { buildChain, chainSpec, keyPool, minuteMs, nonceFor } from './support.ts';
@@ -141,6 +143,50 @@ describe('chain properties', () => {
         },
       ),
       { numRuns: 30 },
+    );
+  });
+
+  /** What a server keeps of a PLC it verified: the issuer's signature and the first `length` records. */
+  const keptOf = (plc: Plc, length: number): VerifiedPrefix => ({
+    issuerSignature: plc.issuerSignature.slice(),
+    records: plc.transferChain.slice(0, length).map((record) => ({ hash: record.hash.slice(), signature: record.signature.slice() })),
+  });
+
+  it('with a verified prefix, any chain (changed in any byte, or not) gets exactly the answer of a full verification', () => {
+    fc.assert(
+      fc.property(chainSpec(8), fc.nat(), fc.nat(), fc.nat(), fc.integer({ min: 0, max: 255 }), (spec, keptPick, fieldPick, bytePick, mask) => {
+        const { plc } = buildChain(spec);
+        const kept = keptOf(plc, keptPick % (plc.transferChain.length + 1));
+        const fields = fieldsOf(plc);
+        const field = fields[fieldPick % fields.length]!;
+        const changed = field.bytes.slice();
+        changed[bytePick % changed.length]! ^= mask;
+        const presented = mask === 0 ? plc : field.rebuild(changed);
+        expect(verifyPlc(presented, { verifiedPrefix: kept })).toEqual(verifyPlc(presented));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('with a verified prefix, only the issuer signature and records not kept are verified again', () => {
+    fc.assert(
+      fc.property(chainSpec(8), fc.nat(), (spec, keptPick) => {
+        const { plc } = buildChain(spec);
+        const keptLength = keptPick % (plc.transferChain.length + 1);
+        let calls = 0;
+        const counting = (signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array) => {
+          calls += 1;
+          return verifySignature(signature, message, publicKey);
+        };
+        expect(verifyPlc(plc, { verifiedPrefix: keptOf(plc, keptLength), verifySignature: counting }).ok).toBe(true);
+        expect(calls).toBe(plc.transferChain.length - keptLength);
+        calls = 0;
+        // A prefix whose issuer signature differs from the presented one is no reason to skip it.
+        const other = { ...keptOf(plc, keptLength), issuerSignature: new Uint8Array(64) };
+        expect(verifyPlc(plc, { verifiedPrefix: other, verifySignature: counting }).ok).toBe(true);
+        expect(calls).toBe(plc.transferChain.length - keptLength + 1);
+      }),
+      { numRuns: 40 },
     );
   });
 });

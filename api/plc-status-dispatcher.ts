@@ -1,0 +1,96 @@
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Pool } from '../db/pool.ts';
+import { claimDueStatuses, completeStatus, failStatus, type OutboxRow } from '../db/plc-status-outbox.ts';
+import { plcTransferredSignal } from '../workflows/plc.ts';
+
+/**
+ * Delivers the PLC statuses queued in `plc_status_outbox` to the PLC workflows, after the
+ * transfer route has answered: the workflow's status search attribute follows the PLC within
+ * about one poll interval, and a transfer never waits for Temporal. Every API process runs one;
+ * rows are claimed with a lease (`FOR UPDATE SKIP LOCKED`), so replicas share the work and a
+ * process that dies mid-delivery leaves its rows to the next lease. A failed signal is retried
+ * with exponential backoff (capped), never dropped; a workflow that has already ended (expired,
+ * cancelled, redeemed) needs no status and its row is done.
+ */
+
+export interface PlcStatusDispatcherOptions {
+  pool: Pool;
+  temporal: Client;
+  log: { warn: (object: object, message: string) => void };
+  /** Pause between polls while the outbox is empty or only holds rows not yet due. */
+  pollMs: number;
+  /** Rows claimed per poll; signals of one batch go out concurrently. */
+  batchSize: number;
+  /** How long a claimed row stays hidden from other dispatchers. */
+  leaseMs?: number;
+}
+
+export interface PlcStatusDispatcher {
+  /** One poll: claims due rows and delivers them; resolves with how many were claimed. */
+  drainOnce(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const retryCapMs = 5 * 60_000;
+
+export function retryDelayMs(attempts: number): number {
+  return Math.min(retryCapMs, 500 * 2 ** Math.min(20, Math.max(0, attempts - 1)));
+}
+
+export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): PlcStatusDispatcher {
+  const leaseMs = options.leaseMs ?? 30_000;
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  const deliver = async (row: OutboxRow): Promise<void> => {
+    try {
+      if (row.status === 'TRANSFERRED') {
+        await options.temporal.workflow.getHandle(`plc-${row.token_id}`).signal(plcTransferredSignal, { chainLength: row.chain_length });
+      }
+      await completeStatus(options.pool, row);
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) {
+        await completeStatus(options.pool, row);
+        return;
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      options.log.warn({ err: error, token_id: row.token_id, attempts: row.attempts }, 'could not signal the PLC workflow; will retry');
+      await failStatus(options.pool, row, retryDelayMs(row.attempts), message);
+    }
+  };
+
+  const drainOnce = async (): Promise<number> => {
+    const rows = await claimDueStatuses(options.pool, options.batchSize, leaseMs);
+    await Promise.all(rows.map((row) => deliver(row).catch((error: unknown) => options.log.warn({ err: error, token_id: row.token_id }, 'outbox bookkeeping failed'))));
+    return rows.length;
+  };
+
+  const loop = (async () => {
+    while (!stopped) {
+      let claimed = 0;
+      try {
+        claimed = await drainOnce();
+      } catch (error) {
+        if (!stopped) options.log.warn({ err: error }, 'PLC status outbox poll failed');
+      }
+      // A full batch means more is waiting: go again at once.
+      if (claimed >= options.batchSize || stopped) continue;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        timer = setTimeout(resolve, options.pollMs);
+      });
+      wake = undefined;
+    }
+  })();
+
+  return {
+    drainOnce,
+    async stop() {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      wake?.();
+      await loop;
+    },
+  };
+}

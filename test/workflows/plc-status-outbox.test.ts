@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { retryDelayMs, startPlcStatusDispatcher } from '../../api/plc-status-dispatcher.ts';
+import { outboxBacklog } from '../../db/plc-status-outbox.ts';
+import { createTestApp, type TestApp } from '../support/app.ts';
+import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
+import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+
+/**
+ * The PLC status outbox (migration 9): a first hop queues TRANSFERRED in the statement that
+ * appends it, and the dispatcher of the API process signals the PLC's workflow after the answer,
+ * so the workflow's status search attribute follows without Temporal on the transfer route. The
+ * app's own dispatcher polls once a minute here, so each test drives delivery with dispatchers
+ * of its own: one poll each (a dispatcher's first poll starts at once, and stop() waits for it).
+ */
+let t: TestApp;
+let admin: Record<string, string>;
+const device = { 'x-device-id': 'device-outbox' };
+const quietLog = { warn: () => {} };
+
+beforeAll(async () => {
+  t = await createTestApp({ PLC_STATUS_POLL_MS: '60000' });
+  await t.startWorker();
+  admin = await t.adminHeaders();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function fund(wallet: TestWallet, amount: string): Promise<void> {
+  const response = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/balance/deposit',
+    headers: { ...admin, 'idempotency-key': randomUUID() },
+    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
+  });
+  expect(response.statusCode).toBe(200);
+}
+
+async function issuedAndHopped(): Promise<{ tokenId: string }> {
+  const [issuer, bearer] = [newWallet(), newWallet()];
+  await fund(issuer, '10.00');
+  const plc = issue(issuer, { amountMinor: 100n });
+  expect((await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
+  const moved = await t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(hop(plc, issuer, bearer)) } });
+  expect(moved.statusCode).toBe(200);
+  return { tokenId: plc.commitment.tokenId };
+}
+
+/** A Temporal client whose signals all fail with `error`. */
+function failingTemporal(error: Error): Client {
+  return { workflow: { getHandle: () => ({ signal: () => Promise.reject(error) }) } } as unknown as Client;
+}
+
+/** One poll of a dispatcher over `temporal`. */
+async function pollOnce(temporal: Client): Promise<void> {
+  await startPlcStatusDispatcher({ pool: t.db.pool, temporal, log: quietLog, pollMs: 60_000, batchSize: 500 }).stop();
+}
+
+async function outboxRow(tokenId: string) {
+  const result = await t.db.pool.query<{ status: string; attempts: number; last_error: string | null; due_in_ms: number }>(
+    `SELECT status, attempts, last_error, (extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS due_in_ms
+       FROM plc_status_outbox WHERE token_id = $1`,
+    [tokenId],
+  );
+  return result.rows[0];
+}
+
+const makeDue = (tokenId: string) => t.db.pool.query(`UPDATE plc_status_outbox SET next_attempt_at = now() WHERE token_id = $1`, [tokenId]);
+
+async function listedAs(tokenId: string, status: string): Promise<number> {
+  const list = (await temporalCliJson(['workflow', 'list', '--query', `TokenId = '${tokenId}' AND BusinessStatus = '${status}'`])) as unknown[];
+  return list.length;
+}
+
+describe('PLC status outbox', () => {
+  it('a first hop queues TRANSFERRED with the append; one poll signals the workflow, whose search attribute follows, and empties the row', async () => {
+    const { tokenId } = await issuedAndHopped();
+    expect(await outboxRow(tokenId)).toMatchObject({ status: 'TRANSFERRED', attempts: 0 });
+    await pollOnce(t.temporal);
+    expect(await outboxRow(tokenId)).toBeUndefined();
+    expect(await eventually(async () => ((await listedAs(tokenId, 'TRANSFERRED')) === 1 ? 1 : undefined))).toBe(1);
+  });
+
+  it('a failed signal stays queued with its error and a backoff, then is delivered once due again', async () => {
+    const { tokenId } = await issuedAndHopped();
+    await pollOnce(failingTemporal(new Error('temporal down')));
+    const failed = await outboxRow(tokenId);
+    expect(failed).toMatchObject({ status: 'TRANSFERRED', attempts: 1, last_error: 'temporal down' });
+    expect(failed?.due_in_ms).toBeGreaterThan(0);
+    // Not due yet: a poll leaves it alone.
+    await pollOnce(t.temporal);
+    expect(await outboxRow(tokenId)).toMatchObject({ attempts: 1 });
+    await makeDue(tokenId);
+    await pollOnce(t.temporal);
+    expect(await outboxRow(tokenId)).toBeUndefined();
+    expect(await eventually(async () => ((await listedAs(tokenId, 'TRANSFERRED')) === 1 ? 1 : undefined))).toBe(1);
+  });
+
+  it('a row whose workflow has ended is done; a row queued again while claimed is kept for the next poll', async () => {
+    const { tokenId } = await issuedAndHopped();
+    await pollOnce(failingTemporal(new WorkflowNotFoundError('gone', `plc-${tokenId}`, undefined)));
+    expect(await outboxRow(tokenId)).toBeUndefined();
+
+    // Queued again (a newer status) between the claim and the delivery: the delivery of the old
+    // one does not delete the new one.
+    await t.db.pool.query(`INSERT INTO plc_status_outbox (token_id, status, chain_length) VALUES ($1, 'TRANSFERRED', 1)`, [tokenId]);
+    const slow: Client = {
+      workflow: {
+        getHandle: () => ({
+          signal: async () => {
+            await t.db.pool.query(`UPDATE plc_status_outbox SET chain_length = 2, revision = revision + 1 WHERE token_id = $1`, [tokenId]);
+          },
+        }),
+      },
+    } as unknown as Client;
+    await pollOnce(slow);
+    expect(await outboxRow(tokenId)).toMatchObject({ status: 'TRANSFERRED' });
+    await makeDue(tokenId);
+    await pollOnce(t.temporal);
+    expect(await outboxRow(tokenId)).toBeUndefined();
+  });
+
+  it('backs off exponentially from half a second, capped at five minutes', () => {
+    expect(retryDelayMs(1)).toBe(500);
+    expect(retryDelayMs(2)).toBe(1000);
+    expect(retryDelayMs(5)).toBe(8000);
+    expect(retryDelayMs(30)).toBe(5 * 60_000);
+  });
+
+  it('reports the backlog', async () => {
+    expect(await outboxBacklog(t.db.pool)).toMatchObject({ pending: expect.any(Number) });
+  });
+});
