@@ -62,6 +62,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       log: app.log,
       pollMs: options.deps.config.PLC_STATUS_POLL_MS,
       batchSize: options.deps.config.PLC_STATUS_BATCH,
+      maxPerSecond: options.deps.config.PLC_STATUS_MAX_PER_SECOND,
     });
   });
   app.addHook('onClose', async () => {

@@ -21,6 +21,12 @@ export interface PlcStatusDispatcherOptions {
   pollMs: number;
   /** Rows claimed per poll; signals of one batch go out concurrently. */
   batchSize: number;
+  /**
+   * At most this many signals per second from this process. Mirroring a status costs the
+   * Temporal server and the worker about 15 CPU-ms per signal, so a burst of first hops must not
+   * take the CPU the requests need: under a burst the outbox grows and drains afterwards.
+   */
+  maxPerSecond?: number;
   /** How long a claimed row stays hidden from other dispatchers. */
   leaseMs?: number;
 }
@@ -37,8 +43,18 @@ export function retryDelayMs(attempts: number): number {
   return Math.min(retryCapMs, 500 * 2 ** Math.min(20, Math.max(0, attempts - 1)));
 }
 
+/**
+ * How long to wait after a poll: a full batch means more is waiting, so go again as soon as the
+ * rate cap allows; otherwise wait for the poll interval (or the rate cap, if longer).
+ */
+export function pauseAfterPollMs(poll: { claimed: number; elapsedMs: number; batchSize: number; pollMs: number; maxPerSecond: number }): number {
+  const rateGapMs = Math.max(0, (poll.claimed * 1000) / poll.maxPerSecond - poll.elapsedMs);
+  return poll.claimed >= poll.batchSize ? rateGapMs : Math.max(poll.pollMs, rateGapMs);
+}
+
 export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): PlcStatusDispatcher {
   const leaseMs = options.leaseMs ?? 30_000;
+  const maxPerSecond = options.maxPerSecond ?? Number.POSITIVE_INFINITY;
   let stopped = false;
   let wake: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -66,21 +82,26 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
     return rows.length;
   };
 
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      wake = resolve;
+      timer = setTimeout(resolve, ms);
+    }).finally(() => {
+      wake = undefined;
+    });
+
   const loop = (async () => {
     while (!stopped) {
+      const started = Date.now();
       let claimed = 0;
       try {
         claimed = await drainOnce();
       } catch (error) {
         if (!stopped) options.log.warn({ err: error }, 'PLC status outbox poll failed');
       }
-      // A full batch means more is waiting: go again at once.
-      if (claimed >= options.batchSize || stopped) continue;
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        timer = setTimeout(resolve, options.pollMs);
-      });
-      wake = undefined;
+      if (stopped) break;
+      const waitMs = pauseAfterPollMs({ claimed, elapsedMs: Date.now() - started, batchSize: options.batchSize, pollMs: options.pollMs, maxPerSecond });
+      if (waitMs > 0) await pause(waitMs);
     }
   })();
 

@@ -63,6 +63,8 @@ export const configSchema = z
     /** The PLC status outbox's dispatcher (api/plc-status-dispatcher.ts): pause between polls when idle, rows per poll. */
     PLC_STATUS_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(200),
     PLC_STATUS_BATCH: z.coerce.number().int().min(1).max(500).default(16),
+    /** Signals per second per API process at most, so that mirroring statuses never starves requests. */
+    PLC_STATUS_MAX_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(40),
 
     /** The payment gateway (docs/gateway-wire-api.md); in development the simulator (npm run start:simulator). */
     GATEWAY_BASE_URL: z.string().url().default('http://127.0.0.1:8010'),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { retryDelayMs, startPlcStatusDispatcher } from '../../api/plc-status-dispatcher.ts';
+import { pauseAfterPollMs, retryDelayMs, startPlcStatusDispatcher } from '../../api/plc-status-dispatcher.ts';
 import { outboxBacklog } from '../../db/plc-status-outbox.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
@@ -127,6 +127,17 @@ describe('PLC status outbox', () => {
     expect(retryDelayMs(2)).toBe(1000);
     expect(retryDelayMs(5)).toBe(8000);
     expect(retryDelayMs(30)).toBe(5 * 60_000);
+  });
+
+  it('paces polls: at once after a full batch unless the rate cap says wait, the poll interval otherwise', () => {
+    const base = { batchSize: 16, pollMs: 200, maxPerSecond: 40 };
+    // 16 signals at 40/s take 400 ms: a full batch delivered in 100 ms waits 300 ms more.
+    expect(pauseAfterPollMs({ ...base, claimed: 16, elapsedMs: 100 })).toBe(300);
+    expect(pauseAfterPollMs({ ...base, claimed: 16, elapsedMs: 500 })).toBe(0);
+    expect(pauseAfterPollMs({ ...base, claimed: 16, elapsedMs: 100, maxPerSecond: 10_000 })).toBe(0);
+    // Not a full batch: the poll interval, or the rate cap if longer.
+    expect(pauseAfterPollMs({ ...base, claimed: 0, elapsedMs: 5 })).toBe(200);
+    expect(pauseAfterPollMs({ ...base, claimed: 12, elapsedMs: 10 })).toBe(290);
   });
 
   it('reports the backlog', async () => {
