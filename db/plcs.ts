@@ -262,8 +262,11 @@ const chainJson = z.array(
   }),
 );
 
+// Built once: zod compiles a schema's parser on first use, so a schema made per call costs a compile per call.
+const plcWithChainRow = plcRow.extend({ chain: chainJson });
+
 export async function getPlcWithChain(db: Queryable, tokenId: string): Promise<PlcWithChain | null> {
-  const row = await maybeOne(db, plcRow.extend({ chain: chainJson }), {
+  const row = await maybeOne(db, plcWithChainRow, {
     name: 'plc-get-with-chain',
     text: `SELECT ${plcColumns},
                   (SELECT coalesce(json_agg(json_build_object('sender_pubkey', t.sender_pubkey, 'recipient_pubkey', t.recipient_pubkey,

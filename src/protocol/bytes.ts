@@ -26,9 +26,15 @@ export function hexToBytes(hex: string, expectedBytes?: number): Uint8Array {
   if (expectedBytes !== undefined && hex.length !== expectedBytes * 2) {
     throw new ProtocolError('invalid_hex', `expected ${expectedBytes} bytes of hex, got ${hex.length / 2}`);
   }
+  // The pattern above admits only [0-9a-f]: map each digit's char code straight to its value.
   const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  for (let i = 0; i < out.length; i++) out[i] = (nibble(hex.charCodeAt(i * 2)) << 4) | nibble(hex.charCodeAt(i * 2 + 1));
   return out;
+}
+
+/** The value of a lowercase hex digit's char code ('0'-'9' are 48-57, 'a'-'f' are 97-102). */
+function nibble(code: number): number {
+  return code <= 57 ? code - 48 : code - 87;
 }
 
 export function concatBytes(...parts: readonly Uint8Array[]): Uint8Array {
