@@ -1,3 +1,4 @@
+import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool.ts';
 import type { GatewayClient } from '../gateway/index.ts';
 import { createChargeActivities } from './charges.ts';
@@ -11,6 +12,8 @@ import { createWebhookActivities } from './webhooks.ts';
 export interface ActivityDeps {
   pool: Pool;
   gateway: GatewayClient;
+  /** For activities that signal another workflow (a redemption telling its PLC's workflow). */
+  temporal: Pick<Client, 'workflow'>;
 }
 
 export function createActivities(deps: ActivityDeps) {

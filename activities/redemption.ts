@@ -1,3 +1,4 @@
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { gatewayIdempotencyKey, isGatewayError, type GatewayClient } from '../gateway/index.ts';
 import type { Pool } from '../db/pool.ts';
@@ -6,6 +7,7 @@ import { raiseRiskFlag } from '../db/risk-flags.ts';
 import { DomainError } from '../src/errors.ts';
 import { decideRegistration, type KnownRecord } from '../src/plc/register-transfers.ts';
 import { hexToBytes, type TransferRecord } from '../src/protocol/index.ts';
+import { plcRedemptionFinishedSignal } from '../workflows/plc.ts';
 import { refusalsAsFailures } from './failures.ts';
 
 /**
@@ -80,8 +82,26 @@ function classifyTransfer(status: string, failReason: string | null): PayoutStat
   return { final: false, gatewayStatus: status };
 }
 
-export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayClient }) {
-  const { pool, gateway } = deps;
+export interface FinishRedemptionInput {
+  redemptionId: string;
+  done: boolean;
+  gatewayStatus: string;
+  failReason: string | null;
+}
+
+export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayClient; temporal: Pick<Client, 'workflow'> }) {
+  const { pool, gateway, temporal } = deps;
+
+  async function finish(input: FinishRedemptionInput): Promise<RedemptionState> {
+    const result = await finishRedemption(
+      pool,
+      input.redemptionId,
+      input.done
+        ? { status: 'SETTLED', gatewayStatus: input.gatewayStatus }
+        : { status: 'FAILED', gatewayStatus: input.gatewayStatus, reason: input.failReason ?? 'payout failed' },
+    );
+    return toRedemptionState(result.redemption);
+  }
 
   async function load(redemptionId: string): Promise<RedemptionRow> {
     const row = await getRedemption(pool, redemptionId);
@@ -194,15 +214,28 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
       return classifyTransfer(transfer.status, transfer.failReason ?? null);
     },
 
-    async finishRedemption(input: { redemptionId: string; done: boolean; gatewayStatus: string; failReason: string | null }): Promise<RedemptionState> {
-      const result = await finishRedemption(
-        pool,
-        input.redemptionId,
-        input.done
-          ? { status: 'SETTLED', gatewayStatus: input.gatewayStatus }
-          : { status: 'FAILED', gatewayStatus: input.gatewayStatus, reason: input.failReason ?? 'payout failed' },
-      );
-      return toRedemptionState(result.redemption);
+    async finishRedemption(input: FinishRedemptionInput): Promise<RedemptionState> {
+      return finish(input);
+    },
+
+    /**
+     * Settles or fails (as finishRedemption: idempotent, the first final status wins), then tells
+     * the PLC's workflow (`plcRedemptionFinished`) so that it ends or retries a due expiry. A
+     * retried attempt books nothing twice and the PLC workflow takes the same signal twice alike.
+     */
+    async settleRedemption(input: FinishRedemptionInput & { tokenId: string }): Promise<RedemptionState> {
+      const state = await finish(input);
+      if (state.status !== 'PENDING_PAYMENT') {
+        try {
+          await temporal.workflow
+            .getHandle(`plc-${input.tokenId}`)
+            .signal(plcRedemptionFinishedSignal, { status: state.status === 'SETTLED' ? 'REDEEMED' : 'REVERTED' });
+        } catch (error) {
+          // The PLC's workflow has ended (its expiry ran first, or it was never kept): nothing to tell.
+          if (!(error instanceof WorkflowNotFoundError)) throw error;
+        }
+      }
+      return state;
     },
   };
 }

@@ -1,4 +1,4 @@
-import { classifyGatewayWebhookText, paymentStatusByEvent, transferStatusByEvent } from '../gateway/index.ts';
+import { classifyGatewayWebhookText, isFinalTransferStatus, paymentStatusByEvent, transferStatusByEvent, type GatewayWebhookClassification, type TransferStatus } from '../gateway/index.ts';
 import { claimInboxEvent, finishInboxEvent } from '../db/inbox.ts';
 import type { Pool } from '../db/pool.ts';
 import { getRedemption, getRedemptionByTransfer } from '../db/redemptions.ts';
@@ -16,6 +16,31 @@ export type InboxRoute =
   | { kind: 'signal'; workflowId: string; signal: 'paymentEvent'; payload: { eventId: string; paymentId: string; status: string } }
   | { kind: 'ignore'; reason: string };
 
+/**
+ * Why a stored gateway event needs no processing, judged by its content alone, or undefined when
+ * it may need some: a transfer event with a status that is not final (only DONE, FAILED and
+ * CANCELLED move a redemption, which ignores the others), a body that is not a notification we
+ * act on. Payment events always go to their processing (the charge workflow keeps their order).
+ */
+export function settledOnArrival(rawBody: string): { status: 'IGNORED'; result: { reason: string } } | undefined {
+  const reason = noActionReason(classifyGatewayWebhookText(rawBody));
+  return reason === undefined ? undefined : { status: 'IGNORED', result: { reason } };
+}
+
+function transferEventStatus(event: Extract<GatewayWebhookClassification, { kind: 'transfer_event' }>): TransferStatus {
+  return transferStatusByEvent[event.event] ?? event.transfer.status;
+}
+
+function noActionReason(event: GatewayWebhookClassification): string | undefined {
+  if (event.kind === 'transfer_event') {
+    const status = transferEventStatus(event);
+    return isFinalTransferStatus(status) ? undefined : `transfer ${event.transfer.id} is ${status}: only a final status acts`;
+  }
+  if (event.kind === 'unknown') return event.reason;
+  if (event.kind === 'transfer_validation') return `${event.kind} is answered synchronously`;
+  return undefined;
+}
+
 export function createWebhookActivities(deps: { pool: Pool }) {
   const { pool } = deps;
   return {
@@ -24,6 +49,8 @@ export function createWebhookActivities(deps: { pool: Pool }) {
       if (row === null) return { kind: 'ignore', reason: 'already processed' };
       if (row.provider !== 'gateway') return { kind: 'ignore', reason: `${row.provider} events are stored only` };
       const event = classifyGatewayWebhookText(row.raw_body);
+      const noAction = noActionReason(event);
+      if (noAction !== undefined) return { kind: 'ignore', reason: noAction };
       if (event.kind === 'transfer_event') {
         // The transfer's externalReference is our redemption id, so an event that arrives before
         // we recorded the transfer id still finds its redemption.
@@ -38,7 +65,7 @@ export function createWebhookActivities(deps: { pool: Pool }) {
           payload: {
             eventId: event.eventId,
             transferId: event.transfer.id,
-            status: transferStatusByEvent[event.event] ?? event.transfer.status,
+            status: transferEventStatus(event),
             failReason: event.transfer.failReason ?? null,
           },
         };
@@ -57,7 +84,7 @@ export function createWebhookActivities(deps: { pool: Pool }) {
           payload: { eventId: event.eventId, paymentId: event.payment.id, status: paymentStatusByEvent[event.event] ?? event.payment.status },
         };
       }
-      return { kind: 'ignore', reason: event.kind === 'unknown' ? event.reason : `${event.kind} is answered synchronously` };
+      return { kind: 'ignore', reason: `${event.kind} is not routed` };
     },
 
     async finishInboxEvent(input: { inboxId: string; status: 'PROCESSED' | 'IGNORED' | 'DEAD'; result?: unknown; error?: string }): Promise<void> {

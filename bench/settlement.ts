@@ -15,8 +15,9 @@
  *              (bench/settlement/bare-workflow.ts, own task queue, second worker): an HTTP route
  *              doing update-with-start whose update runs one local activity, one activity, a wait
  *              for one signal sent by a webhook workflow started from a second HTTP route (the
- *              emulated gateway's webhook), one more activity. 5 activities (1 local + 2 + the
- *              webhook workflow's 2) and 1 signal, each activity one INSERT into a scratch table.
+ *              emulated gateway's webhook), one more local activity. 5 activities of the
+ *              redemption's kinds (open local, payout regular, settle local, the webhook
+ *              workflow's route and record local) and 1 signal, each one INSERT into a scratch table.
  *
  * Each phase is bounded by count (--max-per-phase) and time (--duration-s). Reported: settlements
  * per second, latency from the TRANSFER_DONE webhook leaving the simulator to SETTLED (the row's

@@ -30,17 +30,37 @@ export type InboxRow = z.infer<typeof inboxRow>;
 
 const columns = 'id, provider, endpoint, event_id, event_type, raw_body, status, attempts, last_error, duplicates, result, received_at, processed_at';
 
+/**
+ * Stores an event (or counts a duplicate). `settled` stores a new event already in its final
+ * state, for an event that by its content alone needs no processing (a non-final transfer status,
+ * a body nothing acts on): the row is the whole record and no workflow is started for it.
+ */
 export async function storeInboxEvent(
   db: Queryable,
-  event: { provider: 'gateway' | 'supabase'; endpoint: string; eventId: string; eventType: string | null; rawBody: string },
+  event: {
+    provider: 'gateway' | 'supabase';
+    endpoint: string;
+    eventId: string;
+    eventType: string | null;
+    rawBody: string;
+    settled?: { status: 'IGNORED'; result: unknown };
+  },
 ): Promise<{ row: InboxRow; duplicate: boolean }> {
   const row = await one(db, inboxRow.extend({ inserted: z.boolean() }), {
     name: 'inbox-store',
-    text: `INSERT INTO webhook_inbox AS w (provider, endpoint, event_id, event_type, raw_body)
-           VALUES ($1, $2, $3, $4, $5)
+    text: `INSERT INTO webhook_inbox AS w (provider, endpoint, event_id, event_type, raw_body, status, result, processed_at)
+           VALUES ($1, $2, $3, $4, $5, coalesce($6::text, 'RECEIVED'), $7::jsonb, CASE WHEN $6::text IS NULL THEN NULL ELSE now() END)
            ON CONFLICT (provider, event_id) DO UPDATE SET duplicates = w.duplicates + 1
            RETURNING ${columns}, (xmax = 0) AS inserted`,
-    values: [event.provider, event.endpoint, event.eventId, event.eventType, event.rawBody],
+    values: [
+      event.provider,
+      event.endpoint,
+      event.eventId,
+      event.eventType,
+      event.rawBody,
+      event.settled?.status ?? null,
+      event.settled === undefined ? null : JSON.stringify(event.settled.result),
+    ],
   });
   const { inserted, ...stored } = row;
   return { row: stored, duplicate: !inserted };

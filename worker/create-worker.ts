@@ -1,3 +1,4 @@
+import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
 import type { Pool } from '../db/pool.ts';
@@ -26,7 +27,12 @@ export function createWorker(options: CreateWorkerOptions): Promise<Worker> {
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...workflowSource,
-    activities: createActivities({ pool: options.pool, gateway: options.gateway }),
+    activities: createActivities({
+      pool: options.pool,
+      gateway: options.gateway,
+      // A client on the worker's own connection, for activities that signal other workflows.
+      temporal: new Client({ connection: options.connection, namespace: options.namespace }),
+    }),
     // Running activities get this long to finish on shutdown; each money movement is one
     // database transaction, so a cut-off activity has booked all or nothing and is retried.
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 30_000,

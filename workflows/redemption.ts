@@ -4,6 +4,7 @@ import {
   defineSignal,
   defineUpdate,
   getExternalWorkflowHandle,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -29,6 +30,18 @@ const local = proxyLocalActivities<RedemptionActivities>({
   retry: { maximumAttempts: 5, initialInterval: '100 milliseconds', maximumInterval: '2 seconds' },
 });
 const activities = proxyActivities<RedemptionActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2, maximumAttempts: 20 },
+});
+
+/**
+ * Since patch `redemption-finish-local`, the settle-or-fail booking is a local activity that also
+ * tells the PLC's workflow (`settleRedemption`): it runs inside the workflow task that receives the
+ * final transfer event, so final event -> booking -> PLC told -> closed is one workflow task instead
+ * of three (the activity round trip and the external signal's round trip). Retried as patiently as
+ * the activity it replaces (the booking is idempotent); a long backoff waits on a durable timer.
+ */
+const localFinish = proxyLocalActivities<RedemptionActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2, maximumAttempts: 20 },
 });
@@ -134,19 +147,23 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
     await condition(allHandlersFinished);
     return { status: 'FAILED', state: opened };
   }
-  const state = await activities.finishRedemption({
-    redemptionId: input.redemptionId,
-    done: outcome.done,
-    gatewayStatus: outcome.gatewayStatus,
-    failReason: outcome.failReason,
-  });
-  setStatus(state.status);
-  try {
-    await getExternalWorkflowHandle(`plc-${input.tokenId}`).signal(plcRedemptionFinishedSignal, {
-      status: state.status === 'SETTLED' ? 'REDEEMED' : 'REVERTED',
-    });
-  } catch {
-    // The PLC's workflow has ended (its expiry ran first, or it was never kept): nothing to tell.
+  const finishInput = { redemptionId: input.redemptionId, done: outcome.done, gatewayStatus: outcome.gatewayStatus, failReason: outcome.failReason };
+  let state: RedemptionState;
+  if (patched('redemption-finish-local')) {
+    // One workflow task from the final event to the end: the booking and the PLC workflow's
+    // signal (sent by the activity) in a local activity, then the workflow completes.
+    state = await localFinish.settleRedemption({ ...finishInput, tokenId: input.tokenId });
+    setStatus(state.status);
+  } else {
+    state = await activities.finishRedemption(finishInput);
+    setStatus(state.status);
+    try {
+      await getExternalWorkflowHandle(`plc-${input.tokenId}`).signal(plcRedemptionFinishedSignal, {
+        status: state.status === 'SETTLED' ? 'REDEEMED' : 'REVERTED',
+      });
+    } catch {
+      // The PLC's workflow has ended (its expiry ran first, or it was never kept): nothing to tell.
+    }
   }
   await condition(allHandlersFinished);
   return { status: state.status === 'SETTLED' ? 'SETTLED' : 'FAILED', state };

@@ -1,4 +1,4 @@
-import { ActivityFailure, getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, getExternalWorkflowHandle, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.ts';
 import { paymentEventSignal } from './charge-signals.ts';
 import { transferEventSignal } from './redemption.ts';
@@ -8,16 +8,30 @@ import { transferEventSignal } from './redemption.ts';
  * delivery start nothing). Route it, signal the workflow it is about, record the outcome. When
  * routing keeps failing, the event ends DEAD in the inbox, from where an operator reprocesses it.
  */
-const { routeInboxEvent } = proxyActivities<WebhookActivities>({
+const routeOptions = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', backoffCoefficient: 2, maximumAttempts: 8 },
-});
-const { finishInboxEvent } = proxyActivities<WebhookActivities>({
+} as const;
+const finishOptions = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
-});
+} as const;
+const remote = {
+  routeInboxEvent: proxyActivities<WebhookActivities>(routeOptions).routeInboxEvent,
+  finishInboxEvent: proxyActivities<WebhookActivities>(finishOptions).finishInboxEvent,
+};
+/**
+ * Since patch `webhook-event-local-activities` both steps are local activities (same retries,
+ * same dead-letter end): routing runs in the workflow's first task and the outcome is recorded
+ * in the task that sees the signal delivered, two workflow tasks per event instead of four.
+ */
+const local = {
+  routeInboxEvent: proxyLocalActivities<WebhookActivities>(routeOptions).routeInboxEvent,
+  finishInboxEvent: proxyLocalActivities<WebhookActivities>(finishOptions).finishInboxEvent,
+};
 
 export async function webhookEventWorkflow(input: { inboxId: string }): Promise<string> {
+  const { routeInboxEvent, finishInboxEvent } = patched('webhook-event-local-activities') ? local : remote;
   let route;
   try {
     route = await routeInboxEvent({ inboxId: input.inboxId });

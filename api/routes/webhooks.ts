@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { finishInboxEvent, storeInboxEvent, type InboxRow } from '../../db/inbox.ts';
 import { getRedemption, getRedemptionByTransfer } from '../../db/redemptions.ts';
 import { classifyGatewayWebhook, formatWireDecimal, type TransferValidationAnswer } from '../../gateway/index.ts';
+import { settledOnArrival } from '../../activities/webhooks.ts';
 import { DomainError } from '../../src/errors.ts';
 import { webhookEventWorkflow } from '../../workflows/webhook-event.ts';
 import { referenceIdKey } from '../../workflows/search-attributes.ts';
@@ -76,8 +77,12 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     const raw = request.rawBody ?? JSON.stringify(body);
     const eventId = eventIdOf(body, raw);
     const eventType = typeof body.event === 'string' ? body.event.slice(0, 100) : typeof body.type === 'string' ? body.type.slice(0, 100) : null;
-    const { row, duplicate } = await storeInboxEvent(pool, { provider: 'gateway', endpoint, eventId, eventType, rawBody: raw });
-    if (!duplicate || row.status === 'RECEIVED') await startProcessing(row);
+    // An event that by its content alone needs nothing done (a non-final transfer status: the
+    // gateway sends CREATED and IN_BANK_PROCESSING before DONE) is stored already IGNORED, with
+    // its reason, and starts no workflow.
+    const settled = settledOnArrival(raw);
+    const { row, duplicate } = await storeInboxEvent(pool, { provider: 'gateway', endpoint, eventId, eventType, rawBody: raw, settled });
+    if (!duplicate ? settled === undefined : row.status === 'RECEIVED') await startProcessing(row);
     request.log.info({ event_id: eventId, event_type: eventType, duplicate }, 'webhook stored');
     return { received: true, event_id: eventId, duplicate };
   }

@@ -58,12 +58,12 @@ export const segments: readonly Segment[] = [
   { label: 'validation request (API + PostgreSQL)', from: 'validationSent', to: 'validationAnswered', category: 'API', afterWebhook: false, only: 'redemption' },
   { label: 'simulator webhook queue (earlier events first)', from: 'validationAnswered', to: 'webhookSent', category: 'simulator', afterWebhook: false, only: 'redemption' },
   { label: 'bench gateway: webhook delay after payout start', from: 'payoutStarted', to: 'webhookSent', category: 'simulator', afterWebhook: false, only: 'bare' },
-  { label: 'webhook route: inbox INSERT + start webhook workflow', from: 'webhookSent', to: 'webhookAnswered', category: 'API+PostgreSQL+Temporal', afterWebhook: true },
-  { label: 'webhook workflow: first task + dispatch route activity', from: 'webhookAnswered', to: 'routeStarted', category: 'Temporal', afterWebhook: true },
-  { label: 'route activity', from: 'routeStarted', to: 'routeCompleted', category: 'PostgreSQL', afterWebhook: true },
+  { label: 'webhook route: inbox INSERT + start webhook workflow (final events)', from: 'webhookSent', to: 'webhookAnswered', category: 'API+PostgreSQL+Temporal', afterWebhook: true },
+  { label: 'webhook workflow: dispatch first task (+ route activity if remote)', from: 'webhookAnswered', to: 'routeStarted', category: 'Temporal', afterWebhook: true },
+  { label: 'route (local) activity', from: 'routeStarted', to: 'routeCompleted', category: 'PostgreSQL', afterWebhook: true },
   { label: 'workflow task + signal to the settlement workflow', from: 'routeCompleted', to: 'signalRecorded', category: 'Temporal', afterWebhook: true },
-  { label: 'workflow task + dispatch finish activity', from: 'signalRecorded', to: 'finishStarted', category: 'Temporal', afterWebhook: true },
-  { label: 'finish activity up to its commit', from: 'finishStarted', to: 'finishCompleted', category: 'PostgreSQL', afterWebhook: true },
+  { label: 'workflow task (+ dispatch if remote) up to the finish', from: 'signalRecorded', to: 'finishStarted', category: 'Temporal', afterWebhook: true },
+  { label: 'finish (local) activity up to its commit', from: 'finishStarted', to: 'finishCompleted', category: 'PostgreSQL', afterWebhook: true },
   { label: 'after the finish: workflow tasks (PLC signal), close', from: 'finishCompleted', to: 'closed', category: 'Temporal', afterWebhook: false },
   { label: 'result delivered to the waiting client', from: 'closed', to: 'clientSaw', category: 'Temporal', afterWebhook: false },
 ];
@@ -108,7 +108,7 @@ export function redemptionPoints(
   const done = probe?.webhooks.find((send) => send.event === 'TRANSFER_DONE');
   const doneSignal = timeline?.signals.find((signal) => (signal.arg as { status?: unknown } | undefined)?.status === 'DONE');
   const payout = timeline?.activities.get('createPayout');
-  const finish = timeline?.activities.get('finishRedemption');
+  const finish = timeline?.activities.get('settleRedemption') ?? timeline?.activities.get('finishRedemption');
   const route = webhookTimeline?.activities.get('routeInboxEvent');
   return relative(
     {

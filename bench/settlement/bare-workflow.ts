@@ -16,10 +16,10 @@ import type { BareActivities, BareEventInput, BareInput } from './bare-activitie
  *
  * `bare-<id>` mirrors `redemption-<id>`: started with update-with-start, the update runs one local
  * activity (one INSERT) and answers; then one activity (createPayout's place), a wait for one
- * signal, one activity (finishRedemption's place), done. `bare-webhook-<event_id>` mirrors
- * `webhook-<provider>-<event_id>`: one activity (routeInboxEvent's place), the signal to
- * `bare-<id>`, one activity (finishInboxEvent's place). Same activity options as the originals;
- * no search attributes, no PLC workflow to tell.
+ * signal, one local activity (finishRedemption's place), done. `bare-webhook-<event_id>` mirrors
+ * `webhook-<provider>-<event_id>`: one local activity (routeInboxEvent's place), the signal to
+ * `bare-<id>`, one local activity (finishInboxEvent's place). Same activity kinds and options as
+ * the originals; no search attributes, no PLC workflow to tell.
  */
 
 const local = proxyLocalActivities<BareActivities>({
@@ -30,11 +30,18 @@ const activities = proxyActivities<BareActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2, maximumAttempts: 20 },
 });
-const { bareRouteEvent } = proxyActivities<BareActivities>({
+// The redemption books its finish in a local activity (patch `redemption-finish-local`), and the
+// webhook workflow routes and records in local activities (patch `webhook-event-local-activities`):
+// the same kinds here, with the same options.
+const localFinish = proxyLocalActivities<BareActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2, maximumAttempts: 20 },
+});
+const { bareRouteEvent } = proxyLocalActivities<BareActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', backoffCoefficient: 2, maximumAttempts: 8 },
 });
-const { bareFinishEvent } = proxyActivities<BareActivities>({
+const { bareFinishEvent } = proxyLocalActivities<BareActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
 });
@@ -65,7 +72,7 @@ export async function bareSettlementWorkflow(input: BareInput): Promise<{ status
   await activities.barePayout({ id: input.id });
   // Bounded like the redemption's wait; the benchmark's webhook comes within milliseconds.
   if (!(await condition(() => done, '10 minutes'))) return { status: 'REFUSED' };
-  await activities.bareFinish({ id: input.id });
+  await localFinish.bareFinish({ id: input.id });
   await condition(allHandlersFinished);
   return { status: 'SETTLED' };
 }

@@ -62,12 +62,24 @@ export function readTimeline(history: History): WorkflowTimeline {
     events: events.length,
   };
   const activityBySchedule = new Map<string, string>();
+  let taskStarted = Number.NaN;
   for (const event of events) {
     const at = timeMs(event);
     const id = event.eventId?.toString() ?? '';
     if (event.workflowExecutionStartedEventAttributes) timeline.started = at;
     else if (event.workflowTaskStartedEventAttributes) {
       timeline.firstTaskStarted ??= at;
+      taskStarted = at;
+    } else if (event.markerRecordedEventAttributes?.markerName === 'core_local_activity') {
+      // A local activity: no task of its own; it ran inside the workflow task that started last
+      // (its start is taken as that task's start) and its marker carries its completion time.
+      const data = decode(event.markerRecordedEventAttributes.details?.data?.payloads?.[0] ?? undefined) as
+        | { activity_type?: string; complete_time?: { seconds?: number; nanos?: number } | null }
+        | undefined;
+      const name = data?.activity_type ?? '?';
+      const done = data?.complete_time;
+      const completed = done === null || done === undefined ? at : (done.seconds ?? 0) * 1000 + (done.nanos ?? 0) / 1e6;
+      if (!timeline.activities.has(name)) timeline.activities.set(name, { scheduled: taskStarted, started: taskStarted, completed });
     } else if (event.workflowTaskCompletedEventAttributes) {
       timeline.firstTaskCompleted ??= at;
       timeline.workflowTasks += 1;

@@ -190,7 +190,9 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue,
       workflowsPath,
-      activities: probes.wrapActivities(createActivities({ pool: workerPool, gateway })),
+      activities: probes.wrapActivities(
+        createActivities({ pool: workerPool, gateway, temporal: new Client({ connection: workerConnection, namespace: config.TEMPORAL_NAMESPACE }) }),
+      ),
       shutdownGraceTime: 2000,
     });
     const bareWorker = await Worker.create({

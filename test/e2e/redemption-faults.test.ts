@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
+import { storeInboxEvent } from '../../db/inbox.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 import type { Plc } from '../../src/protocol/index.ts';
@@ -49,6 +51,42 @@ async function faults(body: Record<string, unknown>) {
   expect(response.status).toBe(200);
 }
 
+function transferBody() {
+  return {
+    object: 'transfer',
+    id: randomUUID(),
+    status: 'PENDING',
+    value: 10,
+    netValue: 10,
+    transferFee: 0,
+    dateCreated: '2026-11-22',
+    pixAddressKey: pixKey,
+    pixAddressKeyType: 'EMAIL',
+    externalReference: randomUUID(),
+    failReason: null,
+  };
+}
+
+async function eventuallyValue<T>(read: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function eventuallyAsync<T>(read: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 function payoutsOf(tokenId: string) {
   return h.simulator.state.snapshot(1000).transfers.filter((transfer) => transfer.description === `PLC ${tokenId}`);
 }
@@ -62,8 +100,14 @@ describe('redemption faults', () => {
     const result = await h.t.temporal.workflow.getHandle(response.json().workflow_id).result();
     expect(result).toMatchObject({ status: 'SETTLED' });
     expect(payoutsOf(plc.commitment.tokenId)).toHaveLength(1);
-    const duplicates = await h.t.db.pool.query(`SELECT max(duplicates) AS most FROM webhook_inbox WHERE event_type = 'TRANSFER_DONE'`);
-    expect(duplicates.rows[0].most).toBeGreaterThanOrEqual(1);
+    // The settlement may finish before the copies arrive: wait for them, then check that they
+    // were counted and settled nothing more.
+    const most = await eventuallyAsync(async () => {
+      const duplicates = await h.t.db.pool.query<{ most: number | null }>(`SELECT max(duplicates) AS most FROM webhook_inbox WHERE event_type = 'TRANSFER_DONE'`);
+      const value = duplicates.rows[0]?.most ?? 0;
+      return value >= 1 ? value : undefined;
+    });
+    expect(most).toBeGreaterThanOrEqual(1);
     const settled = await h.t.db.pool.query(`SELECT count(*)::int AS n FROM ledger_transactions WHERE tx_type = 'REDEEM_SETTLED' AND reference_id = $1`, [
       response.json().redemption_id,
     ]);
@@ -113,6 +157,84 @@ describe('redemption faults', () => {
     // The synchronous authorization flow needs no token and is approved.
     const authorization = await h.t.app.inject({ method: 'POST', url: '/api/v1/redemption/webhook/gateway', payload: { type: 'BILL' } });
     expect(authorization.json()).toEqual({ status: 'APPROVED' });
+  });
+
+  it('stores the non-final transfer events IGNORED at once, starting no workflow; only the final one is processed', async () => {
+    const { plc, bearer } = await transferable(600n);
+    const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(plc, bearer, pixKey) });
+    expect(response.statusCode).toBe(200);
+    const result = await h.t.temporal.workflow.getHandle(response.json().workflow_id).result();
+    expect(result).toMatchObject({ status: 'SETTLED' });
+    const [transfer] = payoutsOf(plc.commitment.tokenId);
+    const rows = await h.t.db.pool.query<{ event_id: string; event_type: string; status: string; result: { reason?: string } | null; processed_at: Date | null }>(
+      `SELECT event_id, event_type, status, result, processed_at FROM webhook_inbox
+        WHERE raw_body::jsonb -> 'transfer' ->> 'id' = $1 ORDER BY received_at`,
+      [transfer?.id],
+    );
+    expect(rows.rows.map((row) => [row.event_type, row.status])).toEqual([
+      ['TRANSFER_CREATED', 'IGNORED'],
+      ['TRANSFER_IN_BANK_PROCESSING', 'IGNORED'],
+      ['TRANSFER_DONE', 'PROCESSED'],
+    ]);
+    for (const row of rows.rows.filter((r) => r.status === 'IGNORED')) {
+      expect(row.result?.reason).toMatch(/only a final status acts/);
+      expect(row.processed_at).not.toBeNull();
+      await expect(h.t.temporal.workflow.getHandle(`webhook-gateway-${row.event_id}`).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    }
+    const done = rows.rows.find((r) => r.event_type === 'TRANSFER_DONE');
+    expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${done?.event_id}`).result()).toBe('PROCESSED');
+
+    // A non-final event delivered on its own (and again) is acknowledged, stored IGNORED in the
+    // same request, and counted as a duplicate.
+    const pending = {
+      id: `evt_${randomUUID()}`,
+      event: 'TRANSFER_IN_BANK_PROCESSING',
+      dateCreated: '2026-11-22 10:00:00',
+      transfer: { ...transferBody(), status: 'BANK_PROCESSING' },
+    };
+    for (const duplicate of [false, true]) {
+      const answer = await h.t.app.inject({
+        method: 'POST',
+        url: '/api/v1/redemption/webhook/gateway',
+        headers: { 'gateway-access-token': h.t.config.GATEWAY_WEBHOOK_TOKEN },
+        payload: pending,
+      });
+      expect(answer.statusCode).toBe(200);
+      expect(answer.json()).toMatchObject({ received: true, event_id: pending.id, duplicate });
+      const row = await h.t.db.pool.query(`SELECT status, duplicates, raw_body FROM webhook_inbox WHERE event_id = $1`, [pending.id]);
+      expect(row.rows[0]).toMatchObject({ status: 'IGNORED', duplicates: duplicate ? 1 : 0 });
+      expect(JSON.parse(row.rows[0].raw_body)).toEqual(pending);
+    }
+    await expect(h.t.temporal.workflow.getHandle(`webhook-gateway-${pending.id}`).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+  });
+
+  it('processes an event stored before a crash (no answer was sent) when the gateway delivers it again', async () => {
+    const { plc, bearer } = await transferable(500n);
+    // The gateway's own webhooks are lost: only our delivery below reaches the service.
+    await faults({ dropWebhookRate: 1 });
+    const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(plc, bearer, pixKey) });
+    expect(response.statusCode).toBe(200);
+    const opened = response.json();
+    const transfer = await eventuallyValue(() => payoutsOf(plc.commitment.tokenId)[0]);
+    const event = {
+      id: `evt_${randomUUID()}`,
+      event: 'TRANSFER_DONE',
+      dateCreated: '2026-11-22 10:00:00',
+      transfer: { ...transferBody(), id: transfer.id, status: 'DONE', externalReference: opened.redemption_id },
+    };
+    // What a process that died between the inbox INSERT and the workflow start leaves behind.
+    await storeInboxEvent(h.t.db.pool, { provider: 'gateway', endpoint: 'redemption/gateway', eventId: event.id, eventType: event.event, rawBody: JSON.stringify(event) });
+    const again = await h.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/redemption/webhook/gateway',
+      headers: { 'gateway-access-token': h.t.config.GATEWAY_WEBHOOK_TOKEN },
+      payload: event,
+    });
+    expect(again.json()).toMatchObject({ received: true, duplicate: true });
+    expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.id}`).result()).toBe('PROCESSED');
+    expect(await h.t.temporal.workflow.getHandle(opened.workflow_id).result()).toMatchObject({ status: 'SETTLED' });
+    const row = await h.t.db.pool.query(`SELECT status FROM webhook_inbox WHERE event_id = $1`, [event.id]);
+    expect(row.rows[0]).toMatchObject({ status: 'PROCESSED' });
   });
 
   it('retries through gateway 5xx answers and lost responses without a second payout', async () => {

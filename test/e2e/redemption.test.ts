@@ -73,6 +73,8 @@ describe('redemption through the gateway', () => {
     expect(result).toMatchObject({ status: 'SETTLED', state: { status: 'SETTLED' } });
     const status = await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` });
     expect(status.json()).toMatchObject({ status: 'REDEEMED', chain_length: 3, bearer_pubkey: d.pubkey });
+    // The settlement told the PLC's workflow, which has ended REDEEMED.
+    expect(await h.t.temporal.workflow.getHandle(`plc-${plc0.commitment.tokenId}`).result()).toMatchObject({ status: 'REDEEMED' });
     expect(await balance(d)).toMatchObject({ available: '0.00', pending: '0.00' });
     expect(await balance(a)).toMatchObject({ available: '75.00', promised: '0.00' });
     const world = await h.t.db.pool.query(
@@ -139,6 +141,10 @@ describe('redemption through the gateway', () => {
     await record(opened.workflow_id, 'redemption-failed-validation');
     const status = (await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` })).json();
     expect(status).toMatchObject({ status: 'TRANSFERRED', redemption_in_flight: false });
+    // The PLC's workflow was told (it keeps running: the PLC can be redeemed again).
+    const plcHistory = await h.t.temporal.workflow.getHandle(`plc-${plc0.commitment.tokenId}`).fetchHistory();
+    const told = plcHistory.events?.filter((event) => event.workflowExecutionSignaledEventAttributes?.signalName === 'plcRedemptionFinished');
+    expect(told).toHaveLength(1);
     expect(await balance(a)).toMatchObject({ available: '7.00', promised: '3.00' });
     expect(await balance(b)).toMatchObject({ pending: '0.00' });
     await h.t.db.pool.query(`UPDATE redemptions SET destination = $2 WHERE id = $1`, [opened.redemption_id, pixKey]);
