@@ -34,10 +34,13 @@ export interface PlcStatusDispatcherOptions {
 export interface PlcStatusDispatcher {
   /** One poll: claims due rows and delivers them; resolves with how many were claimed. */
   drainOnce(): Promise<number>;
+  /** Stops polling; waits for the poll in flight, at most 2 s. */
   stop(): Promise<void>;
 }
 
 const retryCapMs = 5 * 60_000;
+/** How long stop() waits for an in-flight poll. */
+const stopWaitMs = 2_000;
 
 export function retryDelayMs(attempts: number): number {
   return Math.min(retryCapMs, 500 * 2 ** Math.min(20, Math.max(0, attempts - 1)));
@@ -111,7 +114,11 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);
       wake?.();
-      await loop;
+      // Let an in-flight poll finish, but never hang a shutdown on a stuck database or Temporal:
+      // whatever it had claimed comes back to a dispatcher when its lease ends.
+      let bound: NodeJS.Timeout | undefined;
+      await Promise.race([loop, new Promise<void>((resolve) => (bound = setTimeout(resolve, stopWaitMs)))]);
+      clearTimeout(bound);
     },
   };
 }
