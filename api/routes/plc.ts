@@ -19,6 +19,7 @@ import {
   plcFromJson,
   verifyCancel,
   verifyPlc,
+  withSignatureVerifier,
   type Plc,
   type PlcJson,
   type VerifiedPrefix,
@@ -271,7 +272,8 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         issuerPublicKey: hexToBytes(body.issuer_pubkey, 32),
         signature: hexToBytes(body.signature, 64),
       };
-      if (!verifyCancel(authorization)) {
+      // The library's check with Node's Ed25519 underneath, as for chains (infra/ed25519-node.ts).
+      if (!withSignatureVerifier(nodeVerifyEd25519, () => verifyCancel(authorization))) {
         throw new DomainError('SIGNATURE_INVALID', 'the cancel signature does not verify', { field: 'authorization.signature' });
       }
       if (!checkFreshness(body.timestamp_ms, Date.now(), toleranceMs).ok) {

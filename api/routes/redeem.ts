@@ -18,6 +18,7 @@ import {
   plcJsonSchema,
   verifyPlc,
   verifyRedeem,
+  withSignatureVerifier,
   type Plc,
   type RedeemAuthorization,
 } from '../../src/protocol/index.ts';
@@ -87,7 +88,8 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
         field: 'authorization.destination',
       });
     }
-    if (!verifyRedeem(authorization)) {
+    // The library's check with Node's Ed25519 underneath, as for the chain (infra/ed25519-node.ts).
+    if (!withSignatureVerifier(nodeVerifyEd25519, () => verifyRedeem(authorization))) {
       throw new DomainError('SIGNATURE_INVALID', 'the redeem signature does not verify', { field: 'authorization.signature' });
     }
     if (!checkFreshness(authorization.timestampMs, Date.now(), toleranceMs).ok) {

@@ -24,6 +24,7 @@ export {
   publicKeyOf,
   sign,
   verifySignature,
+  withSignatureVerifier,
   isValidPublicKey,
   randomNonce,
   type KeyPair,
