@@ -22,6 +22,9 @@ export type InboxRoute =
  * CANCELLED move a redemption, which ignores the others), a body that is not a notification we
  * act on. Payment events always go to their processing (the charge workflow keeps their order).
  */
+// Built once (zod compiles a schema's parser on its first use).
+const chargeIdRow = z.object({ id: z.string().uuid() });
+
 export function settledOnArrival(rawBody: string): { status: 'IGNORED'; result: { reason: string } } | undefined {
   const reason = noActionReason(classifyGatewayWebhookText(rawBody));
   return reason === undefined ? undefined : { status: 'IGNORED', result: { reason } };
@@ -71,7 +74,7 @@ export function createWebhookActivities(deps: { pool: Pool }) {
         };
       }
       if (event.kind === 'payment_event') {
-        const byPayment = await maybeOne(pool, z.object({ id: z.string().uuid() }), {
+        const byPayment = await maybeOne(pool, chargeIdRow, {
           name: 'charge-by-payment',
           text: 'SELECT id FROM charges WHERE gateway_payment_id = $1 OR id::text = $2',
           values: [event.payment.id, event.payment.externalReference ?? ''],

@@ -23,7 +23,7 @@ export interface PlcStatusDispatcherOptions {
   batchSize: number;
   /**
    * At most this many signals per second from this process. Mirroring a status costs the
-   * Temporal server and the worker about 15 CPU-ms per signal, so a burst of first hops must not
+   * Temporal server and the worker 15 to 25 CPU-ms per signal, so a burst of first hops must not
    * take the CPU the requests need: under a burst the outbox grows and drains afterwards.
    */
   maxPerSecond?: number;

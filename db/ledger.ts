@@ -281,6 +281,11 @@ const statsRow = z.object({
   system_total_minor: z.string(),
 });
 
+// Built once (zod compiles a schema's parser on its first use).
+const txTypeCountRow = z.object({ tx_type: z.enum(txTypes), count: z.bigint() });
+const accountCountsRow = z.object({ users: z.bigint(), frozen: z.bigint() });
+const countRow = z.object({ count: z.bigint() });
+
 export async function ledgerStats(db: Queryable) {
   const [totals, counts, accounts] = await Promise.all([
     many(db, statsRow, {
@@ -290,11 +295,11 @@ export async function ledgerStats(db: Queryable) {
                     coalesce(sum(amount_minor) FILTER (WHERE account_kind = 'system'), 0)::text AS system_total_minor
                FROM ledger_balances GROUP BY currency, bucket ORDER BY currency, bucket`,
     }),
-    many(db, z.object({ tx_type: z.enum(txTypes), count: z.bigint() }), {
+    many(db, txTypeCountRow, {
       name: 'ledger-stats-counts',
       text: 'SELECT tx_type, count(*)::bigint AS count FROM ledger_transactions GROUP BY tx_type ORDER BY tx_type::text',
     }),
-    one(db, z.object({ users: z.bigint(), frozen: z.bigint() }), {
+    one(db, accountCountsRow, {
       name: 'ledger-stats-accounts',
       text: `SELECT count(*) FILTER (WHERE kind = 'user')::bigint AS users,
                     count(*) FILTER (WHERE status = 'FROZEN')::bigint AS frozen FROM ledger_accounts`,
@@ -305,7 +310,7 @@ export async function ledgerStats(db: Queryable) {
 
 /** How many ledger transactions exist (tests and tooling). */
 export async function countTransactions(db: Pool): Promise<bigint> {
-  const row = await one(db, z.object({ count: z.bigint() }), {
+  const row = await one(db, countRow, {
     name: 'ledger-count',
     text: 'SELECT count(*)::bigint AS count FROM ledger_transactions',
   });

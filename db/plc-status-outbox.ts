@@ -51,9 +51,11 @@ export async function failStatus(db: Queryable, row: Pick<OutboxRow, 'token_id' 
   });
 }
 
+const backlogRow = z.object({ pending: z.number().int(), oldest_ms: z.number().nullable() });
+
 /** How many statuses wait, and how old the oldest is (for /readyz-style monitoring and tests). */
 export function outboxBacklog(db: Queryable): Promise<{ pending: number; oldest_ms: number | null }> {
-  return one(db, z.object({ pending: z.number().int(), oldest_ms: z.number().nullable() }), {
+  return one(db, backlogRow, {
     name: 'plc-outbox-backlog',
     text: `SELECT count(*)::int AS pending, (extract(epoch FROM now() - min(enqueued_at)) * 1000)::float8 AS oldest_ms FROM plc_status_outbox`,
     values: [],

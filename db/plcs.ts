@@ -101,6 +101,12 @@ export interface NewPlc {
   deviceId: string;
 }
 
+// Row schemas live at module level: zod compiles a schema's parser on its first use, so a schema
+// built inside a function is compiled again on every call.
+const accountStatusRow = z.object({ status: z.enum(['ACTIVE', 'FROZEN']) });
+const totalRow = z.object({ total: z.bigint() });
+const tokenIdRow = z.object({ token_id: z.string().uuid() });
+
 export interface IssueLimits {
   amountMaxMinor: bigint;
   dailyLimitMinor: bigint;
@@ -136,7 +142,7 @@ export async function issuePlc(pool: Pool, input: NewPlc, limits: IssueLimits): 
       text: `INSERT INTO ledger_accounts (owner_id, kind) VALUES ($1, 'user') ON CONFLICT (owner_id) DO NOTHING`,
       values: [ownerId],
     });
-    const account = await one(client, z.object({ status: z.enum(['ACTIVE', 'FROZEN']) }), {
+    const account = await one(client, accountStatusRow, {
       name: 'plc-lock-issuer-account',
       text: 'SELECT status FROM ledger_accounts WHERE owner_id = $1 FOR UPDATE',
       values: [ownerId],
@@ -144,7 +150,7 @@ export async function issuePlc(pool: Pool, input: NewPlc, limits: IssueLimits): 
     if (account.status !== 'ACTIVE') {
       throw new DomainError('ACCOUNT_FROZEN', 'the issuer account is frozen: it can receive but not spend', { owner_id: ownerId });
     }
-    const issuedToday = await one(client, z.object({ total: z.bigint() }), {
+    const issuedToday = await one(client, totalRow, {
       name: 'plc-issued-last-24h',
       text: `SELECT coalesce(sum(amount_minor), 0)::bigint AS total FROM plcs
               WHERE issuer_owner_id = $1 AND currency = $2 AND registered_at > now() - interval '24 hours'`,
@@ -410,7 +416,7 @@ export function listPlcs(
 
 /** Live PLCs whose expiry (plus grace) has passed: what the sweep and the workflows expire. */
 export function listOverdue(db: Queryable, graceMs: number, limit: number): Promise<{ token_id: string }[]> {
-  return many(db, z.object({ token_id: z.string().uuid() }), {
+  return many(db, tokenIdRow, {
     name: 'plc-overdue',
     text: `SELECT token_id FROM plcs
             WHERE status IN ('ISSUED', 'TRANSFERRED') AND redemption_id IS NULL

@@ -24,6 +24,9 @@ import { postTransaction } from './ledger.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { exec, many, maybeOne, one } from './sql.ts';
 
+// Built once (zod compiles a schema's parser on its first use).
+const lockedRow = z.object({ locked: z.number().int() });
+
 /**
  * The reconcile tools' SQL (docs/reconciliation.md). Every tool is a list of phases; a phase
  * walks one keyed set (accounts by id, failure transactions by seq) in bounded batches, each
@@ -542,7 +545,7 @@ function findSnapshotDiffs(db: Queryable, accountIds: readonly string[]): Promis
 async function lockSnapshots(client: PoolClient, accountIds: readonly string[], worldAvailable: boolean): Promise<void> {
   // Give up rather than queue for long behind a stuck transaction; the batch is retried.
   await client.query("SET LOCAL lock_timeout = '10s'");
-  await one(client, z.object({ locked: z.number().int() }), {
+  await one(client, lockedRow, {
     name: 'reconcile-lock-snapshots',
     text: 'SELECT ledger_lock_snapshots($1::uuid[], $2) AS locked',
     values: [accountIds, worldAvailable],

@@ -64,7 +64,7 @@ export const configSchema = z
     PLC_STATUS_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(200),
     PLC_STATUS_BATCH: z.coerce.number().int().min(1).max(500).default(16),
     /** Signals per second per API process at most, so that mirroring statuses never starves requests. */
-    PLC_STATUS_MAX_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(40),
+    PLC_STATUS_MAX_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(20),
 
     /** The payment gateway (docs/gateway-wire-api.md); in development the simulator (npm run start:simulator). */
     GATEWAY_BASE_URL: z.string().url().default('http://127.0.0.1:8010'),
