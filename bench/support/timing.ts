@@ -14,14 +14,19 @@ export interface ClosedLoopOptions<C> {
   clients: readonly C[];
   warmupMs: number;
   durationMs: number;
-  /** One operation; `sequence` counts this client's operations from 0, warm-up included. */
-  operation: (client: C, clientIndex: number, sequence: number) => Promise<void>;
+  /**
+   * One operation; `sequence` counts this client's operations from 0, warm-up included. Answering
+   * 'done' (without doing any work) ends that client's loop: it has nothing left to send.
+   */
+  operation: (client: C, clientIndex: number, sequence: number) => Promise<void | 'done'>;
   /** Classifies a failed operation for the error tally (default: the error's `code` or name). */
   classifyError?: (error: unknown) => string;
   progress?: (line: string) => void;
   progressEveryMs?: number;
   /** Stops every client after its current operation (e.g. on Ctrl-C). */
   signal?: AbortSignal;
+  /** Called when the warm-up ends (to sample CPU counters); awaited before the result. */
+  onMeasureStart?: () => Promise<void> | void;
 }
 
 export interface ClosedLoopResult {
@@ -36,6 +41,8 @@ export interface ClosedLoopResult {
   perSecond: number;
   latency: LatencySummary;
   errors: Record<string, number>;
+  /** Clients whose operation answered 'done' before the measured window was over. */
+  exhaustedClients: number;
 }
 
 function defaultClassify(error: unknown): string {
@@ -58,6 +65,11 @@ export async function runClosedLoop<C>(options: ClosedLoopOptions<C>): Promise<C
   let completed = 0;
   let completedAtLastTick = 0;
   let lastTickAt = startedAt;
+  let exhaustedClients = 0;
+  let measureStarted: Promise<void> | undefined;
+  const warmupTimer = setTimeout(() => {
+    measureStarted = Promise.resolve(options.onMeasureStart?.());
+  }, options.warmupMs);
 
   const ticker = setInterval(() => {
     const now = performance.now();
@@ -79,7 +91,10 @@ export async function runClosedLoop<C>(options: ClosedLoopOptions<C>): Promise<C
           if (begin >= measureUntil || options.signal?.aborted === true) return;
           let failed = false;
           try {
-            await options.operation(client, clientIndex, sequence);
+            if ((await options.operation(client, clientIndex, sequence)) === 'done') {
+              if (performance.now() < measureUntil) exhaustedClients += 1;
+              return;
+            }
           } catch (error) {
             failed = true;
             if (begin >= measureFrom) errors[classify(error)] = (errors[classify(error)] ?? 0) + 1;
@@ -95,7 +110,9 @@ export async function runClosedLoop<C>(options: ClosedLoopOptions<C>): Promise<C
     );
   } finally {
     clearInterval(ticker);
+    clearTimeout(warmupTimer);
   }
+  await measureStarted;
 
   const elapsedMs = lastFinishedAt - measureFrom;
   return {
@@ -107,5 +124,6 @@ export async function runClosedLoop<C>(options: ClosedLoopOptions<C>): Promise<C
     perSecond: elapsedMs > 0 ? (latenciesMs.length * 1000) / elapsedMs : 0,
     latency: summarize(latenciesMs),
     errors,
+    exhaustedClients,
   };
 }
