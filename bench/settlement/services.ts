@@ -3,7 +3,6 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { createActivities } from '../../activities/index.ts';
 import { buildApp } from '../../api/app.ts';
 import { ensureAdminUser } from '../../db/admin-users.ts';
@@ -12,12 +11,12 @@ import { createPool, type Pool } from '../../db/pool.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
 import { loadConfig, type Config } from '../../infra/config.ts';
 import { hashPassword } from '../../infra/passwords.ts';
-import { resolveTemporalCli, temporalCliHelp } from '../../infra/temporal-cli.ts';
-import { freePort, startTemporalDevServer, type DevServer } from '../../infra/temporal-dev-server.ts';
+import { freePort, type DevServer } from '../../infra/temporal-dev-server.ts';
 import { createSimulator, type Simulator } from '../../simulator/app.ts';
 import { workflowsPath } from '../../worker/workflows-path.ts';
 import { bareTableDdl, createBareActivities, insertBareRow } from './bare-activities.ts';
 import { bareOpenUpdate, bareSettlementWorkflow, bareWebhookWorkflow } from './bare-workflow.ts';
+import { cleanupStack, createBenchDatabase, startBenchDevServer } from '../support/services.ts';
 import { nowMs, type Probes } from './probes.ts';
 
 /**
@@ -64,48 +63,13 @@ export interface ServiceOptions {
   validationDelayMs: number;
 }
 
-function databaseUrl(adminUrl: string, database: string): string {
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
 export async function startServices(options: ServiceOptions): Promise<BenchServices> {
   const { log, probes } = options;
-  const cleanups: { name: string; run: () => Promise<void> }[] = [];
-  const stop = async (): Promise<void> => {
-    while (cleanups.length > 0) {
-      const cleanup = cleanups.pop()!;
-      try {
-        await cleanup.run();
-      } catch (error) {
-        log(`  (stopping ${cleanup.name} failed: ${error instanceof Error ? error.message : String(error)})`);
-      }
-    }
-  };
+  const cleanups = cleanupStack(log);
+  const stop = () => cleanups.stop();
 
   try {
-    const databaseName = `plc_bench_settlement_${process.pid}_${Date.now().toString(36)}`;
-    const admin = new pg.Client({ connectionString: options.adminUrl });
-    await admin.connect();
-    try {
-      await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(databaseName)}`);
-    } finally {
-      await admin.end();
-    }
-    cleanups.push({
-      name: 'database',
-      run: async () => {
-        const dropper = new pg.Client({ connectionString: options.adminUrl });
-        await dropper.connect();
-        try {
-          await dropper.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(databaseName)} WITH (FORCE)`);
-        } finally {
-          await dropper.end();
-        }
-      },
-    });
-    const url = databaseUrl(options.adminUrl, databaseName);
+    const { name: databaseName, url } = await createBenchDatabase(options.adminUrl, 'plc_bench_settlement', cleanups);
     const pool = createPool({ connectionString: url, max: options.appPoolMax, applicationName: 'bench-settlement-api' });
     cleanups.push({ name: 'app pool', run: () => pool.end() });
     const workerPool = createPool({ connectionString: url, max: options.workerPoolMax, applicationName: 'bench-settlement-worker' });
@@ -114,20 +78,8 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
     await pool.query(bareTableDdl);
     log(`database ${databaseName}: ${applied.length} migrations applied`);
 
-    const cli = await resolveTemporalCli({ configured: process.env.TEMPORAL_CLI, allowBuild: true, progress: log });
-    if (cli === null) throw new Error(temporalCliHelp);
-    const devServer = await startTemporalDevServer({
-      cliPath: cli.path,
-      ip: '127.0.0.1',
-      port: await freePort(),
-      uiPort: null,
-      dbFilename: null,
-      namespace: 'default',
-      startTimeoutMs: 30_000,
-      log: () => {},
-    });
-    cleanups.push({ name: 'Temporal dev server', run: () => devServer.stop() });
-    log(`Temporal dev server (${cli.path}) on ${devServer.address}, in memory, headless`);
+    const { devServer, cliPath } = await startBenchDevServer(log, cleanups);
+    log(`Temporal dev server (${cliPath}) on ${devServer.address}, in memory, headless`);
 
     const simulatorPort = await freePort();
     const webhookToken = `bench-token-${randomUUID()}`;
@@ -292,7 +244,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       temporal,
       driverTemporal,
       devServer,
-      temporalCli: cli.path,
+      temporalCli: cliPath,
       app,
       baseUrl,
       simulator,
