@@ -196,47 +196,45 @@ BEGIN
                                               v_owners, v_buckets, v_currencies, v_amounts, p_allow_frozen);
 END $$;
 
--- One balance check per ledger transaction at COMMIT (see the header). The check is written out
--- in both trigger functions rather than shared through a helper: a nested call is a statement of
--- its own and cost as much as the check.
-CREATE OR REPLACE FUNCTION ledger_check_has_entries() RETURNS trigger LANGUAGE plpgsql AS $$
+-- One balance check per ledger transaction at COMMIT (see the header), by one trigger function
+-- on both tables (a helper called from two functions would be a statement of its own per call,
+-- costing as much as the check). On ledger_transactions it checks the new transaction; on
+-- ledger_entries it returns at once when this commit's check of the entry's transaction already
+-- saw the entry.
+CREATE OR REPLACE FUNCTION ledger_check_balanced() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
+  v_tx uuid;
+  v_checked text;
+  v_slash integer;
   v_entries integer;
   v_unbalanced text;
   v_max_entry bigint;
 BEGIN
+  IF TG_TABLE_NAME = 'ledger_entries' THEN
+    v_tx := NEW.transaction_id;
+    v_checked := current_setting('ledger.checked', true);
+    v_slash := strpos(coalesce(v_checked, ''), '/');
+    IF v_slash > 0 AND left(v_checked, v_slash - 1) = v_tx::text AND NEW.id <= substr(v_checked, v_slash + 1)::bigint THEN
+      RETURN NULL;
+    END IF;
+  ELSE
+    v_tx := NEW.id;
+  END IF;
   SELECT sum(c)::integer, string_agg(CASE WHEN s <> 0 THEN currency || '=' || s::text END, ', '), max(m)
     INTO v_entries, v_unbalanced, v_max_entry
     FROM (SELECT currency, sum(amount_minor) AS s, count(*) AS c, max(id) AS m FROM ledger_entries
-           WHERE transaction_id = NEW.id GROUP BY currency) t;
+           WHERE transaction_id = v_tx GROUP BY currency) t;
   IF v_unbalanced IS NOT NULL OR coalesce(v_entries, 0) < 2 THEN
     RAISE EXCEPTION USING ERRCODE = 'PL004', MESSAGE = 'LEDGER_UNBALANCED',
-      DETAIL = format('transaction %s: sums %s, %s entries', NEW.id, coalesce(v_unbalanced, 'zero'), coalesce(v_entries, 0));
+      DETAIL = format('transaction %s: sums %s, %s entries', v_tx, coalesce(v_unbalanced, 'zero'), coalesce(v_entries, 0));
   END IF;
   -- Entries up to v_max_entry of this transaction are covered: their own checks can be skipped.
-  PERFORM set_config('ledger.checked', NEW.id::text || '/' || v_max_entry::text, true);
+  PERFORM set_config('ledger.checked', v_tx::text || '/' || v_max_entry::text, true);
   RETURN NULL;
 END $$;
 
-CREATE OR REPLACE FUNCTION ledger_check_balanced() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  v_checked text := current_setting('ledger.checked', true);
-  v_slash integer := strpos(coalesce(v_checked, ''), '/');
-  v_entries integer;
-  v_unbalanced text;
-  v_max_entry bigint;
-BEGIN
-  IF v_slash > 0 AND left(v_checked, v_slash - 1) = NEW.transaction_id::text AND NEW.id <= substr(v_checked, v_slash + 1)::bigint THEN
-    RETURN NULL;
-  END IF;
-  SELECT sum(c)::integer, string_agg(CASE WHEN s <> 0 THEN currency || '=' || s::text END, ', '), max(m)
-    INTO v_entries, v_unbalanced, v_max_entry
-    FROM (SELECT currency, sum(amount_minor) AS s, count(*) AS c, max(id) AS m FROM ledger_entries
-           WHERE transaction_id = NEW.transaction_id GROUP BY currency) t;
-  IF v_unbalanced IS NOT NULL OR coalesce(v_entries, 0) < 2 THEN
-    RAISE EXCEPTION USING ERRCODE = 'PL004', MESSAGE = 'LEDGER_UNBALANCED',
-      DETAIL = format('transaction %s: sums %s, %s entries', NEW.transaction_id, coalesce(v_unbalanced, 'zero'), coalesce(v_entries, 0));
-  END IF;
-  PERFORM set_config('ledger.checked', NEW.transaction_id::text || '/' || v_max_entry::text, true);
-  RETURN NULL;
-END $$;
+DROP TRIGGER ledger_transactions_have_entries ON ledger_transactions;
+CREATE CONSTRAINT TRIGGER ledger_transactions_have_entries
+  AFTER INSERT ON ledger_transactions DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION ledger_check_balanced();
+DROP FUNCTION ledger_check_has_entries();
