@@ -19,13 +19,7 @@ afterAll(async () => {
 });
 
 async function fund(wallet: TestWallet, amount: string): Promise<void> {
-  const response = await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/balance/deposit',
-    headers: { ...admin, 'idempotency-key': randomUUID() },
-    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-  });
-  expect(response.statusCode).toBe(200);
+  await t.deposit(wallet.pubkey, amount);
 }
 
 function create(plc: Plc, headers: Record<string, string> = device) {

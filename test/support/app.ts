@@ -21,6 +21,8 @@ export interface TestApp {
   startWorker(): Promise<Worker>;
   /** Creates an admin user and returns a bearer header for it. */
   adminHeaders(role?: AdminRole): Promise<Record<string, string>>;
+  /** An admin deposit through the API (needs a worker: it is booked by a deposit workflow); throws unless 200. */
+  deposit(ownerId: string, amount: string, currency?: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -57,8 +59,9 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
   const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
   const app = await buildApp({ deps: { config, pool: db.pool, temporal, gateway }, logger: false });
   const workers: { worker: Worker; running: Promise<void>; connection: NativeConnection }[] = [];
+  let depositHeaders: Promise<Record<string, string>> | undefined;
 
-  return {
+  const testApp: TestApp = {
     app,
     db,
     temporal,
@@ -87,6 +90,16 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
       const token = (response.json() as { access_token: string }).access_token;
       return { authorization: `Bearer ${token}` };
     },
+    async deposit(ownerId: string, amount: string, currency = 'BRL') {
+      depositHeaders ??= testApp.adminHeaders();
+      const response = await app.inject({
+        method: 'POST',
+        url: '/api/v1/balance/deposit',
+        headers: { ...(await depositHeaders), 'idempotency-key': randomUUID() },
+        payload: { owner_id: ownerId, amount, currency },
+      });
+      if (response.statusCode !== 200) throw new Error(`deposit of ${amount} ${currency} to ${ownerId} answered ${response.statusCode}: ${response.body}`);
+    },
     async close() {
       for (const entry of workers) {
         entry.worker.shutdown();
@@ -98,4 +111,5 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
       await db.drop();
     },
   };
+  return testApp;
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pauseAfterPollMs, retryDelayMs, startPlcStatusDispatcher } from '../../api/plc-status-dispatcher.ts';
@@ -15,27 +14,19 @@ import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wa
  * of its own: one poll each (a dispatcher's first poll starts at once, and stop() waits for it).
  */
 let t: TestApp;
-let admin: Record<string, string>;
 const device = { 'x-device-id': 'device-outbox' };
 const quietLog = { warn: () => {} };
 
 beforeAll(async () => {
   t = await createTestApp({ PLC_STATUS_POLL_MS: '60000' });
   await t.startWorker();
-  admin = await t.adminHeaders();
 });
 afterAll(async () => {
   await t?.close();
 });
 
 async function fund(wallet: TestWallet, amount: string): Promise<void> {
-  const response = await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/balance/deposit',
-    headers: { ...admin, 'idempotency-key': randomUUID() },
-    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-  });
-  expect(response.statusCode).toBe(200);
+  await t.deposit(wallet.pubkey, amount);
 }
 
 async function issuedAndHopped(): Promise<{ tokenId: string }> {

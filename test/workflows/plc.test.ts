@@ -14,25 +14,18 @@ import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wa
  * expire-tokens sweep.
  */
 let t: TestApp;
-let admin: Record<string, string>;
 const device = { 'x-device-id': 'device-wf' };
 
 beforeAll(async () => {
   t = await createTestApp({ PLC_EXPIRY_OVERRIDE_MS: '2000' });
   await t.startWorker();
-  admin = await t.adminHeaders();
 });
 afterAll(async () => {
   await t?.close();
 });
 
 async function fund(wallet: TestWallet, amount: string): Promise<void> {
-  await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/balance/deposit',
-    headers: { ...admin, 'idempotency-key': randomUUID() },
-    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-  });
+  await t.deposit(wallet.pubkey, amount);
 }
 
 async function record(workflowId: string, name: string): Promise<void> {
