@@ -1,4 +1,4 @@
-import { percentile } from '../support/stats.ts';
+import { summarize } from '../support/stats.ts';
 import type { OpRecord } from './drive.ts';
 import type { WorkflowTimeline } from './history.ts';
 import type { BareProbe, RedemptionProbe } from './probes.ts';
@@ -78,16 +78,8 @@ export interface Summary {
 }
 
 export function summarizeValues(values: readonly number[]): Summary {
-  const sorted = Float64Array.from(values.filter((value) => Number.isFinite(value))).sort();
-  const total = sorted.reduce((sum, value) => sum + value, 0);
-  return {
-    n: sorted.length,
-    mean: sorted.length === 0 ? Number.NaN : total / sorted.length,
-    p50: percentile(sorted, 50),
-    p95: percentile(sorted, 95),
-    p99: percentile(sorted, 99),
-    max: sorted.length === 0 ? Number.NaN : (sorted[sorted.length - 1] as number),
-  };
+  const summary = summarize(values.filter((value) => Number.isFinite(value)));
+  return { n: summary.count, mean: summary.meanMs, p50: summary.p50Ms, p95: summary.p95Ms, p99: summary.p99Ms, max: summary.maxMs };
 }
 
 function relative(points: Record<string, number | null | undefined>, origin: number): Points {

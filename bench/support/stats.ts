@@ -17,6 +17,7 @@ export interface LatencySummary {
   meanMs: number;
   p50Ms: number;
   p90Ms: number;
+  p95Ms: number;
   p99Ms: number;
   maxMs: number;
 }
@@ -29,6 +30,7 @@ export function summarize(samplesMs: readonly number[]): LatencySummary {
     meanMs: sorted.length === 0 ? Number.NaN : total / sorted.length,
     p50Ms: percentile(sorted, 50),
     p90Ms: percentile(sorted, 90),
+    p95Ms: percentile(sorted, 95),
     p99Ms: percentile(sorted, 99),
     maxMs: sorted.length === 0 ? Number.NaN : (sorted[sorted.length - 1] as number),
   };
