@@ -256,7 +256,7 @@ export function listAccountsWithBalances(
                             'amount_minor', b.amount_minor::text) ORDER BY b.currency, b.bucket)
                               FROM ledger_balances b WHERE b.account_id = a.id), '[]') AS balances
              FROM ledger_accounts a
-            WHERE ($1::text IS NULL OR a.kind = $1)
+            WHERE ($1::ledger_account_kind IS NULL OR a.kind = $1)
             ORDER BY a.created_at, a.id LIMIT $2 OFFSET $3`,
     values: [filter.kind ?? null, page.limit, page.offset],
   });

@@ -319,8 +319,8 @@ export async function recordItems(db: Queryable, runId: string, items: readonly 
                                              reference_transaction_id, entries, detail)
            SELECT $1, x.item_key, x.action, x.status, x.owner_id, x.bucket, x.currency, x.snapshot_minor, x.computed_minor,
                   x.amount_minor, x.snapshot_after_minor, x.transaction_id, x.reference_transaction_id, x.entries, x.detail
-             FROM jsonb_to_recordset($2::jsonb) AS x(item_key text, action text, status text, owner_id text, bucket text,
-                  currency text, snapshot_minor bigint, computed_minor bigint, amount_minor bigint, snapshot_after_minor bigint,
+             FROM jsonb_to_recordset($2::jsonb) AS x(item_key text, action text, status text, owner_id text, bucket ledger_bucket,
+                  currency ledger_currency, snapshot_minor bigint, computed_minor bigint, amount_minor bigint, snapshot_after_minor bigint,
                   transaction_id uuid, reference_transaction_id uuid, entries jsonb, detail text)
            ON CONFLICT (run_id, item_key) DO NOTHING`,
     values: [runId, JSON.stringify(rows)],
@@ -578,8 +578,8 @@ function recomputeSnapshots(client: PoolClient, account: AccountKey, keys: reado
                           WHERE coalesce(n.amount_minor, 0) <> coalesce(s.total, 0)
                             AND ($3::text[] IS NULL OR bucket || '/' || currency = ANY ($3::text[]))),
                 fixed AS (INSERT INTO ledger_balances AS b (account_id, bucket, currency, account_kind, amount_minor, version)
-                          SELECT $1, d.bucket, d.currency, $2::text, d.computed_minor, 1 FROM diff d
-                           WHERE $2::text = 'system' OR d.computed_minor >= 0
+                          SELECT $1, d.bucket, d.currency, $2::ledger_account_kind, d.computed_minor, 1 FROM diff d
+                           WHERE $2::ledger_account_kind = 'system' OR d.computed_minor >= 0
                           ON CONFLICT (account_id, bucket, currency) DO UPDATE
                              SET amount_minor = EXCLUDED.amount_minor, version = b.version + 1, updated_at = now()
                           RETURNING b.bucket, b.currency)

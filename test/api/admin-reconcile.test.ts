@@ -87,7 +87,7 @@ async function insertRawTransaction(
                   VALUES ($1, 'raw', 'DEPOSIT', 'damage made by a test') RETURNING id)
        INSERT INTO ledger_entries (transaction_id, account_id, bucket, currency, amount_minor)
        SELECT t.id, a.id, x.bucket, x.currency, x.amount_minor
-         FROM t, jsonb_to_recordset($2::jsonb) AS x(owner_id text, bucket text, currency text, amount_minor bigint)
+         FROM t, jsonb_to_recordset($2::jsonb) AS x(owner_id text, bucket ledger_bucket, currency ledger_currency, amount_minor bigint)
          JOIN ledger_accounts a ON a.owner_id = x.owner_id`,
       [
         `raw-${randomUUID()}`,

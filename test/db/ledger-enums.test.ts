@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import type { DatabaseError, PoolClient } from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findViolations, getBalances, postTransaction } from '../../db/ledger.ts';
+import { buckets, moneyModel } from '../../src/ledger/money-model.ts';
+import { currencies } from '../../src/money/currency.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+
+/**
+ * Migration 10: buckets, currencies and account kinds as enums, the transaction's length limits
+ * as column types, and the foreign keys of ledger_entries replaced by the balance check at COMMIT.
+ */
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await postTransaction(db.pool, { idempotencyKey: `seed:${randomUUID()}`, ...moneyModel.deposit({ ownerId: 'erin', currency: 'BRL', amountMinor: 10_000n }) });
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+async function errorOf(promise: Promise<unknown>): Promise<DatabaseError | null> {
+  return promise.then(
+    () => null,
+    (error: unknown) => error as DatabaseError,
+  );
+}
+
+const postLegs = (options: { key?: string; referenceId?: string | null; buckets?: string[]; currencies?: string[] }) =>
+  db.pool.query(`SELECT * FROM ledger_post_legs($1, 'RECONCILIATION', NULL, $2, NULL, ARRAY['erin', 'frank'], $3::text[], $4::text[], ARRAY[-1, 1]::bigint[], false)`, [
+    options.key ?? `test:${randomUUID()}`,
+    options.referenceId ?? null,
+    options.buckets ?? ['AVAILABLE', 'AVAILABLE'],
+    options.currencies ?? ['BRL', 'BRL'],
+  ]);
+
+/** Runs `work` in a transaction and returns the error COMMIT (or the work) ended with. */
+async function commitError(work: (client: PoolClient) => Promise<void>): Promise<DatabaseError | null> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await work(client);
+    return await errorOf(client.query('COMMIT'));
+  } catch (error) {
+    return error as DatabaseError;
+  } finally {
+    await client.query('ROLLBACK').catch(() => {});
+    client.release();
+  }
+}
+
+describe('ledger enums (migration 10)', () => {
+  it('the enums hold exactly the money model\'s buckets and currencies, in code-point order', async () => {
+    const range = async (type: string) =>
+      (await db.pool.query<{ value: string }>(`SELECT unnest(enum_range(NULL::${type}))::text AS value`)).rows.map((row) => row.value);
+    const codePointOrder = (values: readonly string[]) => [...values].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect(await range('ledger_bucket')).toEqual(codePointOrder(buckets));
+    expect(await range('ledger_currency')).toEqual(codePointOrder(currencies));
+    expect(await range('ledger_account_kind')).toEqual(['system', 'user']);
+  });
+
+  it('ledger_post_legs accepts every bucket and currency of the enums (its own lists match them)', async () => {
+    for (const bucket of buckets) {
+      for (const currency of currencies) {
+        await postTransaction(db.pool, {
+          idempotencyKey: `test:${randomUUID()}`,
+          ...moneyModel.deposit({ ownerId: 'erin', currency, amountMinor: 1n }),
+        });
+        const moved = await postLegs({ buckets: ['AVAILABLE', bucket], currencies: [currency, currency] }).catch((error: unknown) => error as DatabaseError);
+        expect(moved).not.toHaveProperty('code');
+      }
+    }
+    expect(await findViolations(db.pool)).toEqual([]);
+  });
+
+  it.each([
+    { why: 'an unknown bucket', options: { buckets: ['AVAILABLE', 'SPARE'] } },
+    { why: 'a lower-case bucket', options: { buckets: ['AVAILABLE', 'available'] } },
+    { why: 'an unknown currency', options: { currencies: ['BRL', 'GBP'] } },
+    { why: 'an empty idempotency key', options: { key: '' } },
+    { why: 'an idempotency key over 300 characters', options: { key: 'k'.repeat(301) } },
+    { why: 'a reference id over 200 characters', options: { referenceId: 'r'.repeat(201) } },
+  ])('refuses $why with PL005 LEDGER_INVALID_POSTING and books nothing', async ({ options }) => {
+    const before = await getBalances(db.pool, 'erin', 'BRL');
+    const error = await errorOf(postLegs(options));
+    expect(error?.code).toBe('PL005');
+    expect(error?.message).toBe('LEDGER_INVALID_POSTING');
+    expect(await getBalances(db.pool, 'erin', 'BRL')).toEqual(before);
+  });
+
+  it('the column types refuse what the function would refuse, for a writer that goes around it', async () => {
+    const tooLong = await commitError(async (client) => {
+      await client.query(`INSERT INTO ledger_transactions (idempotency_key, request_hash, tx_type, reference_id) VALUES ($1, 'raw', 'DEPOSIT', $2)`, [
+        `raw:${randomUUID()}`,
+        'r'.repeat(201),
+      ]);
+    });
+    expect(tooLong?.code).toBe('22001');
+    const empty = await commitError(async (client) => {
+      await client.query(`INSERT INTO ledger_transactions (idempotency_key, request_hash, tx_type) VALUES ('', 'raw', 'DEPOSIT')`);
+    });
+    expect(empty?.code).toBe('23514');
+    const badBucket = await commitError(async (client) => {
+      await client.query(`INSERT INTO ledger_entries (transaction_id, account_id, bucket, currency, amount_minor) VALUES ($1, $2, 'SPARE', 'BRL', 1)`, [randomUUID(), randomUUID()]);
+    });
+    expect(badBucket?.code).toBe('22P02');
+  });
+
+  it('refuses at COMMIT an entry whose account does not exist (the foreign key\'s rule)', async () => {
+    const error = await commitError(async (client) => {
+      const posted = await postTransaction(client, { idempotencyKey: `test:${randomUUID()}`, ...moneyModel.deposit({ ownerId: 'erin', currency: 'BRL', amountMinor: 5n }) });
+      // A balanced pair in the same transaction, one leg on an account id nobody has.
+      const erin = await client.query<{ id: string }>(`SELECT id FROM ledger_accounts WHERE owner_id = 'erin'`);
+      await client.query(
+        `INSERT INTO ledger_entries (transaction_id, account_id, bucket, currency, amount_minor)
+         VALUES ($1, $2, 'HELD', 'BRL', 7), ($1, $3, 'HELD', 'BRL', -7)`,
+        [posted.transactionId, erin.rows[0]?.id, randomUUID()],
+      );
+    });
+    expect(error?.code).toBe('PL004');
+    expect(error?.detail).toContain('accounts that do not exist');
+    expect(await findViolations(db.pool)).toEqual([]);
+  });
+
+  it('refuses at COMMIT entries of a transaction that does not exist, even balanced', async () => {
+    const error = await commitError(async (client) => {
+      const erin = await client.query<{ id: string }>(`SELECT id FROM ledger_accounts WHERE owner_id = 'erin'`);
+      await client.query(
+        `INSERT INTO ledger_entries (transaction_id, account_id, bucket, currency, amount_minor)
+         VALUES ($1, $2, 'HELD', 'BRL', 7), ($1, $2, 'AVAILABLE', 'BRL', -7)`,
+        [randomUUID(), erin.rows[0]?.id],
+      );
+    });
+    expect(error?.code).toBe('PL004');
+    expect(error?.detail).toContain('does not exist');
+  });
+
+  it('an account can be neither deleted nor truncated (entries name it without a foreign key)', async () => {
+    const deleted = await errorOf(db.pool.query(`DELETE FROM ledger_accounts WHERE owner_id = 'erin'`));
+    expect(deleted?.code).toBe('PL006');
+    const truncated = await errorOf(db.pool.query(`TRUNCATE ledger_accounts CASCADE`));
+    expect(truncated?.code).toBe('PL006');
+    expect((await db.pool.query(`SELECT count(*)::int AS n FROM ledger_accounts WHERE owner_id = 'erin'`)).rows[0]).toEqual({ n: 1 });
+  });
+});
