@@ -13,6 +13,7 @@ import { openapiPlugin } from './plugins/openapi.ts';
 import { requestIdFrom, requestIdPlugin } from './plugins/request-id.ts';
 import { adminLedgerRoutes } from './routes/admin-ledger.ts';
 import { adminPlcRoutes } from './routes/admin-plc.ts';
+import { adminQueueRoutes } from './routes/admin-queues.ts';
 import { adminReconcileRoutes } from './routes/admin-reconcile.ts';
 import { authRoutes } from './routes/auth.ts';
 import { balanceRoutes, promiseRoutes } from './routes/balance.ts';
@@ -95,6 +96,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(adminLedgerRoutes, { prefix: '/api/v1/admin' });
   await app.register(plcRoutes, { prefix: '/api/v1' });
   await app.register(adminPlcRoutes, { prefix: '/api/v1/admin' });
+  await app.register(adminQueueRoutes, { prefix: '/api/v1/admin' });
   await app.register(redeemRoutes, { prefix: '/api/v1' });
   await app.register(chargeRoutes, { prefix: '/api/v1' });
   await app.register(webhookRoutes, { prefix: '/api/v1' });

@@ -53,7 +53,7 @@ export async function failStatus(db: Queryable, row: Pick<OutboxRow, 'token_id' 
 
 const backlogRow = z.object({ pending: z.number().int(), oldest_ms: z.number().nullable() });
 
-/** How many statuses wait, and how old the oldest is (for /readyz-style monitoring and tests). */
+/** How many statuses wait, and how old the oldest is (tests; operators use queueStats). */
 export function outboxBacklog(db: Queryable): Promise<{ pending: number; oldest_ms: number | null }> {
   return one(db, backlogRow, {
     name: 'plc-outbox-backlog',

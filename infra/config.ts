@@ -65,6 +65,8 @@ export const configSchema = z
     PLC_STATUS_BATCH: z.coerce.number().int().min(1).max(500).default(16),
     /** Signals per second per API process at most, so that mirroring statuses never starves requests. */
     PLC_STATUS_MAX_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(20),
+    /** GET /api/v1/admin/queues/stats reports a queue as lagging once its oldest waiting item is this old. */
+    QUEUE_LAG_ALERT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(60_000),
 
     /** The payment gateway (docs/gateway-wire-api.md); in development the simulator (npm run start:simulator). */
     GATEWAY_BASE_URL: z.string().url().default('http://127.0.0.1:8010'),

@@ -148,3 +148,60 @@ describe('rate limits', () => {
     }
   });
 });
+
+describe('queue statistics', () => {
+  const stats = async () => {
+    const response = await get('/api/v1/admin/queues/stats');
+    expect(response.statusCode).toBe(200);
+    return response.json();
+  };
+
+  it('reports the PLC status outbox and the webhook inbox: what waits, its age, what fails, and lagging past QUEUE_LAG_ALERT_MS', async () => {
+    const before = await stats();
+    expect(before.lag_alert_ms).toBe(60_000);
+
+    // A status whose deliveries keep failing, queued two minutes ago and not due for an hour
+    // (so this app's dispatcher leaves it alone).
+    const issuer = newWallet();
+    await fund(issuer, '10.00');
+    const plc = issue(issuer, { amountMinor: 100n });
+    expect((await create(plc)).statusCode).toBe(200);
+    const tokenId = plcToJson(plc).token_id;
+    await t.db.pool.query(
+      `INSERT INTO plc_status_outbox (token_id, status, chain_length, enqueued_at, attempts, next_attempt_at, last_error)
+       VALUES ($1, 'TRANSFERRED', 1, now() - interval '2 minutes', 4, now() + interval '1 hour', 'signal refused: test')`,
+      [tokenId],
+    );
+    // An event stored 3 minutes ago and never routed, and one that gave up.
+    const rawEvent = (id: string, status: string, age: string) =>
+      t.db.pool.query(
+        `INSERT INTO webhook_inbox (provider, endpoint, event_id, raw_body, status, received_at) VALUES ('gateway', 'test', $1, '{}', $2, now() - $3::interval)`,
+        [id, status, age],
+      );
+    await rawEvent(`queue-stats-${randomUUID()}`, 'RECEIVED', '3 minutes');
+    await rawEvent(`queue-stats-${randomUUID()}`, 'DEAD', '1 minute');
+
+    const after = await stats();
+    expect(after.ok).toBe(false);
+    const outbox = after.queues.plc_status_outbox;
+    expect(outbox.pending).toBe(before.queues.plc_status_outbox.pending + 1);
+    expect(outbox.failing).toBeGreaterThanOrEqual(1);
+    expect(outbox.max_attempts).toBeGreaterThanOrEqual(4);
+    expect(outbox.oldest_age_ms).toBeGreaterThanOrEqual(120_000);
+    expect(outbox.last_error).toBe('signal refused: test');
+    expect(outbox.lagging).toBe(true);
+    const inbox = after.queues.webhook_inbox;
+    expect(inbox.received).toBe(before.queues.webhook_inbox.received + 1);
+    expect(inbox.dead).toBe(before.queues.webhook_inbox.dead + 1);
+    expect(inbox.oldest_age_ms).toBeGreaterThanOrEqual(180_000);
+    expect(inbox.lagging).toBe(true);
+
+    await t.db.pool.query(`DELETE FROM plc_status_outbox WHERE token_id = $1`, [tokenId]);
+    await t.db.pool.query(`DELETE FROM webhook_inbox WHERE endpoint = 'test' AND event_id LIKE 'queue-stats-%'`);
+    expect((await stats()).queues.plc_status_outbox.pending).toBe(before.queues.plc_status_outbox.pending);
+  });
+
+  it('is for admins only', async () => {
+    expect((await get('/api/v1/admin/queues/stats', {})).statusCode).toBe(401);
+  });
+});
