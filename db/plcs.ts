@@ -274,6 +274,7 @@ const plcWithChainRow = plcRow.extend({ chain: chainJson });
 export async function getPlcWithChain(db: Queryable, tokenId: string): Promise<PlcWithChain | null> {
   const row = await maybeOne(db, plcWithChainRow, {
     name: 'plc-get-with-chain',
+    prepare: true,
     text: `SELECT ${plcColumns},
                   (SELECT coalesce(json_agg(json_build_object('sender_pubkey', t.sender_pubkey, 'recipient_pubkey', t.recipient_pubkey,
                                             'timestamp_ms', t.timestamp_ms, 'nonce', t.nonce, 'prev_hash', t.prev_hash,
@@ -315,6 +316,7 @@ export async function appendTransfersIfUnchanged(
   const records = decision.records;
   return maybeOne(db, plcRow, {
     name: 'plc-transfer-append',
+    prepare: true,
     text: `WITH advanced AS (
              UPDATE plcs SET status = 'TRANSFERRED', chain_length = $4, head_hash = $5, bearer_pubkey = $6,
                     status_changed_at = CASE WHEN status = 'TRANSFERRED' THEN status_changed_at ELSE now() END
