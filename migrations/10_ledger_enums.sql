@@ -304,3 +304,37 @@ BEGIN
   PERFORM set_config('ledger.checked', v_tx::text || '/' || v_max_entry::text, true);
   RETURN NULL;
 END $$;
+
+-- `ledger verify` and the stats endpoint check what the dropped foreign keys guaranteed too: every
+-- entry names an existing account and transaction (migration 2's checks, plus these two).
+CREATE OR REPLACE FUNCTION ledger_violations(p_limit integer DEFAULT 100)
+RETURNS TABLE (kind text, subject text, detail text) LANGUAGE sql STABLE AS $$
+  (SELECT 'unbalanced_transaction', t.id::text, string_agg(s.currency || '=' || s.total::text, ', ')
+     FROM ledger_transactions t
+     JOIN (SELECT transaction_id, currency, sum(amount_minor) AS total FROM ledger_entries
+            GROUP BY transaction_id, currency HAVING sum(amount_minor) <> 0) s ON s.transaction_id = t.id
+    GROUP BY t.id)
+  UNION ALL
+  (SELECT 'transaction_without_entries', t.id::text, 'fewer than 2 entries'
+     FROM ledger_transactions t
+    WHERE (SELECT count(*) FROM ledger_entries e WHERE e.transaction_id = t.id) < 2)
+  UNION ALL
+  (SELECT 'snapshot_mismatch', a.owner_id || '/' || coalesce(b.bucket, e.bucket) || '/' || coalesce(b.currency, e.currency),
+          format('snapshot %s, entries %s', coalesce(b.amount_minor, 0), coalesce(e.total, 0))
+     FROM (SELECT account_id, bucket, currency, sum(amount_minor) AS total FROM ledger_entries
+            GROUP BY account_id, bucket, currency) e
+     FULL JOIN ledger_balances b USING (account_id, bucket, currency)
+     JOIN ledger_accounts a ON a.id = coalesce(b.account_id, e.account_id)
+    WHERE coalesce(b.amount_minor, 0) <> coalesce(e.total, 0))
+  UNION ALL
+  (SELECT 'negative_user_bucket', a.owner_id || '/' || b.bucket || '/' || b.currency, b.amount_minor::text
+     FROM ledger_balances b JOIN ledger_accounts a ON a.id = b.account_id
+    WHERE a.kind = 'user' AND b.amount_minor < 0)
+  UNION ALL
+  (SELECT 'entry_without_account', e.id::text, format('account %s does not exist', e.account_id)
+     FROM ledger_entries e WHERE NOT EXISTS (SELECT FROM ledger_accounts a WHERE a.id = e.account_id))
+  UNION ALL
+  (SELECT 'entry_without_transaction', e.id::text, format('transaction %s does not exist', e.transaction_id)
+     FROM ledger_entries e WHERE NOT EXISTS (SELECT FROM ledger_transactions t WHERE t.id = e.transaction_id))
+  LIMIT p_limit
+$$;

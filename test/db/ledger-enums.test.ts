@@ -142,4 +142,28 @@ describe('ledger enums (migration 10)', () => {
     expect(truncated?.code).toBe('PL006');
     expect((await db.pool.query(`SELECT count(*)::int AS n FROM ledger_accounts WHERE owner_id = 'erin'`)).rows[0]).toEqual({ n: 1 });
   });
+
+  it('ledger verify reports entries whose account or transaction does not exist (forced in with the triggers off)', async () => {
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL session_replication_role = replica');
+      const erin = await client.query<{ id: string }>(`SELECT id FROM ledger_accounts WHERE owner_id = 'erin'`);
+      const tx = await client.query<{ id: string }>(`INSERT INTO ledger_transactions (idempotency_key, request_hash, tx_type) VALUES ($1, 'raw', 'DEPOSIT') RETURNING id`, [
+        `raw:${randomUUID()}`,
+      ]);
+      await client.query(
+        `INSERT INTO ledger_entries (transaction_id, account_id, bucket, currency, amount_minor)
+         VALUES ($1, $2, 'HELD', 'EUR', 3), ($1, $3, 'HELD', 'EUR', -3), ($4, $2, 'HELD', 'EUR', 5), ($4, $2, 'HELD', 'EUR', -5)`,
+        [tx.rows[0]?.id, erin.rows[0]?.id, randomUUID(), randomUUID()],
+      );
+      const kinds = (await findViolations(client, 1000)).map((violation) => violation.kind);
+      expect(kinds).toContain('entry_without_account');
+      expect(kinds).toContain('entry_without_transaction');
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+    expect(await findViolations(db.pool)).toEqual([]);
+  });
 });
