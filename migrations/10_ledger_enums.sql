@@ -19,6 +19,10 @@
 --   account or transaction does not exist, and neither can go away later: transactions were
 --   append-only already and accounts now cannot be deleted or truncated.
 --
+-- Operators: the type changes rewrite ledger_entries, ledger_balances, ledger_transactions and
+-- reconciliation_items under an exclusive lock, postings wait meanwhile; on a large ledger, apply
+-- it in a maintenance window.
+--
 -- ledger_post_legs keeps its text[] parameters (and so its request hash, which replays of
 -- transactions booked by version 3 compare with) and refuses an unknown bucket or currency with
 -- LEDGER_INVALID_POSTING, as the CHECKs did with a constraint violation.
