@@ -166,11 +166,17 @@ describe('redemption faults', () => {
     const result = await h.t.temporal.workflow.getHandle(response.json().workflow_id).result();
     expect(result).toMatchObject({ status: 'SETTLED' });
     const [transfer] = payoutsOf(plc.commitment.tokenId);
-    const rows = await h.t.db.pool.query<{ event_id: string; event_type: string; status: string; result: { reason?: string } | null; processed_at: Date | null }>(
-      `SELECT event_id, event_type, status, result, processed_at FROM webhook_inbox
-        WHERE raw_body::jsonb -> 'transfer' ->> 'id' = $1 ORDER BY received_at`,
-      [transfer?.id],
-    );
+    const inboxRows = () =>
+      h.t.db.pool.query<{ event_id: string; event_type: string; status: string; result: { reason?: string } | null; processed_at: Date | null }>(
+        `SELECT event_id, event_type, status, result, processed_at FROM webhook_inbox
+          WHERE raw_body::jsonb -> 'transfer' ->> 'id' = $1 ORDER BY received_at`,
+        [transfer?.id],
+      );
+    // The redemption can finish before the webhook workflow that woke it records its own end:
+    // wait for that workflow, then read the inbox.
+    const doneEvent = (await inboxRows()).rows.find((r) => r.event_type === 'TRANSFER_DONE');
+    expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${doneEvent?.event_id}`).result()).toBe('PROCESSED');
+    const rows = await inboxRows();
     expect(rows.rows.map((row) => [row.event_type, row.status])).toEqual([
       ['TRANSFER_CREATED', 'IGNORED'],
       ['TRANSFER_IN_BANK_PROCESSING', 'IGNORED'],
@@ -181,8 +187,6 @@ describe('redemption faults', () => {
       expect(row.processed_at).not.toBeNull();
       await expect(h.t.temporal.workflow.getHandle(`webhook-gateway-${row.event_id}`).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
     }
-    const done = rows.rows.find((r) => r.event_type === 'TRANSFER_DONE');
-    expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${done?.event_id}`).result()).toBe('PROCESSED');
 
     // A non-final event delivered on its own (and again) is acknowledged, stored IGNORED in the
     // same request, and counted as a duplicate.
