@@ -93,7 +93,11 @@ describe('redemption through the gateway', () => {
     expect(transactions.map((tx: { tx_type: string }) => tx.tx_type).sort()).toEqual(['REDEEM_REQUESTED', 'REDEEM_SETTLED']);
     expect(await findViolations(h.t.db.pool)).toEqual([]);
     await record(opened.workflow_id, 'redemption-settled');
-    const event = await h.t.db.pool.query(`SELECT event_id FROM webhook_inbox WHERE event_type = 'TRANSFER_DONE' AND status = 'PROCESSED' LIMIT 1`);
+    // This redemption's DONE event; its webhook workflow may still be recording its own end.
+    const event = await h.t.db.pool.query(`SELECT event_id FROM webhook_inbox WHERE event_type = 'TRANSFER_DONE' AND raw_body::jsonb -> 'transfer' ->> 'id' = $1`, [
+      transfers[0]?.id,
+    ]);
+    expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.rows[0].event_id}`).result()).toBe('PROCESSED');
     await record(`webhook-gateway-${event.rows[0].event_id}`, 'webhook-event-processed');
     const listed = (await h.t.app.inject({ method: 'GET', url: '/api/v1/admin/redemptions?status=SETTLED', headers: h.admin })).json();
     expect(listed.some((r: { redemption_id: string }) => r.redemption_id === opened.redemption_id)).toBe(true);
