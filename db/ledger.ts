@@ -70,9 +70,7 @@ export function toLedgerError(error: unknown): unknown {
  * rows.
  */
 export async function postTransaction(db: Queryable, request: PostingRequest): Promise<PostingResult> {
-  // One canonical order (owner, bucket, currency, amount; code-point order, like the ledger_post
-  // wrapper's COLLATE "C"), so a retry that lists the same legs differently hashes the same.
-  const legs = [...request.entries].sort(compareLegs);
+  const legs = postingLegs(request.entries);
   try {
     const row = await one(db, postingRow, {
       name: 'ledger-post-legs',
@@ -84,10 +82,10 @@ export async function postTransaction(db: Queryable, request: PostingRequest): P
         request.referenceType ?? null,
         request.referenceId ?? null,
         request.description ?? null,
-        legs.map((leg) => leg.ownerId),
-        legs.map((leg) => leg.bucket),
-        legs.map((leg) => leg.currency),
-        legs.map((leg) => leg.amountMinor.toString()),
+        legs.owners,
+        legs.buckets,
+        legs.currencies,
+        legs.amounts,
         request.allowFrozen ?? false,
       ],
     });
@@ -95,6 +93,29 @@ export async function postTransaction(db: Queryable, request: PostingRequest): P
   } catch (error) {
     throw toLedgerError(error);
   }
+}
+
+/** The legs of a posting as the parallel arrays `ledger_post_legs` takes (amounts as decimal text). */
+export interface PostingLegs {
+  owners: string[];
+  buckets: string[];
+  currencies: string[];
+  amounts: string[];
+}
+
+/**
+ * The legs in one canonical order (owner, bucket, currency, amount; code-point order, like the
+ * ledger_post wrapper's COLLATE "C"), so a retry that lists the same legs differently hashes the
+ * same. For the SQL functions that post through `ledger_post_legs` themselves (`plc_issue`).
+ */
+export function postingLegs(entries: readonly Entry[]): PostingLegs {
+  const legs = [...entries].sort(compareLegs);
+  return {
+    owners: legs.map((leg) => leg.ownerId),
+    buckets: legs.map((leg) => leg.bucket),
+    currencies: legs.map((leg) => leg.currency),
+    amounts: legs.map((leg) => leg.amountMinor.toString()),
+  };
 }
 
 function compareText(a: string, b: string): number {

@@ -5,7 +5,7 @@ import { moneyModel } from '../src/ledger/money-model.ts';
 import { plcStatuses, type PlcStatus } from '../src/plc/lifecycle.ts';
 import type { Currency } from '../src/money/currency.ts';
 import type { KnownRecord, RegistrationDecision } from '../src/plc/register-transfers.ts';
-import { postTransaction } from './ledger.ts';
+import { postingLegs, postTransaction, toLedgerError } from './ledger.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
 
@@ -101,12 +101,6 @@ export interface NewPlc {
   deviceId: string;
 }
 
-// Row schemas live at module level: zod compiles a schema's parser on its first use, so a schema
-// built inside a function is compiled again on every call.
-const accountStatusRow = z.object({ status: z.enum(['ACTIVE', 'FROZEN']) });
-const totalRow = z.object({ total: z.bigint() });
-const tokenIdRow = z.object({ token_id: z.string().uuid() });
-
 export interface IssueLimits {
   amountMaxMinor: bigint;
   dailyLimitMinor: bigint;
@@ -114,74 +108,67 @@ export interface IssueLimits {
 
 export type IssueResult = { plc: PlcRow; created: boolean };
 
+// Row schemas live at module level: zod compiles a schema's parser on its first use, so a schema
+// built inside a function is compiled again on every call.
+const issueRow = plcRow.extend({ created: z.boolean() });
+const tokenIdRow = z.object({ token_id: z.string().uuid() });
+
+function detailJson(error: Partial<DatabaseError>): Record<string, unknown> {
+  try {
+    return JSON.parse(error.detail ?? '{}') as Record<string, unknown>;
+  } catch {
+    return {};
+  }
+}
+
+/** Maps `plc_issue`'s refusals (migration 11) to domain errors; the ledger's own go through toLedgerError. */
+function toIssueError(error: unknown, tokenId: string): unknown {
+  const pgError = error as Partial<DatabaseError>;
+  switch (pgError.code) {
+    case 'PL101':
+      return new DomainError('PLC_ALREADY_EXISTS', 'another PLC with this token id exists', { token_id: tokenId });
+    case 'PL102': {
+      const details = detailJson(pgError);
+      return new DomainError('PLC_AMOUNT_ABOVE_MAXIMUM', `a PLC may carry at most ${String(details.amount_max_minor)} minor units`, {
+        field: 'amount',
+        amount_max_minor: details.amount_max_minor,
+      });
+    }
+    case 'PL103':
+      return new DomainError('ACCOUNT_FROZEN', 'the issuer account is frozen: it can receive but not spend', { owner_id: pgError.detail });
+    case 'PL104': {
+      const details = detailJson(pgError);
+      return new DomainError('PLC_DAILY_LIMIT_EXCEEDED', 'this PLC would exceed the issuer daily limit', {
+        daily_limit_minor: details.daily_limit_minor,
+        issued_last_24h_minor: details.issued_last_24h_minor,
+      });
+    }
+    default:
+      return toLedgerError(error);
+  }
+}
+
 /**
- * Stores the PLC as ISSUED and books issuer AVAILABLE -> PROMISED in one transaction. A retry of
- * the same PLC answers the stored row (created=false); another PLC under the same token id is a
- * conflict. Refusals (frozen account, limits, funds) leave nothing behind.
+ * Stores the PLC as ISSUED and books issuer AVAILABLE -> PROMISED in one transaction: one call
+ * of `plc_issue` (migration 11), which reads an existing PLC, checks the maximum, locks the
+ * issuer's account, checks it is active and the daily limit under that lock, posts through
+ * `ledger_post_legs` and inserts the row, in one round trip and one implicit transaction. A retry
+ * of the same PLC answers the stored row (created=false); another PLC under the same token id is
+ * a conflict. Refusals (frozen account, limits, funds) leave nothing behind.
  */
 export async function issuePlc(pool: Pool, input: NewPlc, limits: IssueLimits): Promise<IssueResult> {
-  return withTransaction(pool, async (client) => {
-    const existing = await getPlc(client, input.tokenId);
-    if (existing !== null) {
-      if (existing.commitment_hash !== input.commitmentHash) {
-        throw new DomainError('PLC_ALREADY_EXISTS', 'another PLC with this token id exists', { token_id: input.tokenId });
-      }
-      return { plc: existing, created: false };
-    }
-    if (input.amountMinor > limits.amountMaxMinor) {
-      throw new DomainError('PLC_AMOUNT_ABOVE_MAXIMUM', `a PLC may carry at most ${limits.amountMaxMinor} minor units`, {
-        field: 'amount',
-        amount_max_minor: limits.amountMaxMinor.toString(),
-      });
-    }
-    const ownerId = input.issuerPubkey;
-    // The issuer's account row serialises this issuer's creates, so the daily limit holds under
-    // concurrency; it is created on first use like every ledger account.
-    await client.query({
-      name: 'plc-ensure-account',
-      text: `INSERT INTO ledger_accounts (owner_id, kind) VALUES ($1, 'user') ON CONFLICT (owner_id) DO NOTHING`,
-      values: [ownerId],
-    });
-    const account = await one(client, accountStatusRow, {
-      name: 'plc-lock-issuer-account',
-      text: 'SELECT status FROM ledger_accounts WHERE owner_id = $1 FOR UPDATE',
-      values: [ownerId],
-    });
-    if (account.status !== 'ACTIVE') {
-      throw new DomainError('ACCOUNT_FROZEN', 'the issuer account is frozen: it can receive but not spend', { owner_id: ownerId });
-    }
-    const issuedToday = await one(client, totalRow, {
-      name: 'plc-issued-last-24h',
-      text: `SELECT coalesce(sum(amount_minor), 0)::bigint AS total FROM plcs
-              WHERE issuer_owner_id = $1 AND currency = $2 AND registered_at > now() - interval '24 hours'`,
-      values: [ownerId, input.currency],
-    });
-    if (issuedToday.total + input.amountMinor > limits.dailyLimitMinor) {
-      throw new DomainError('PLC_DAILY_LIMIT_EXCEEDED', 'this PLC would exceed the issuer daily limit', {
-        daily_limit_minor: limits.dailyLimitMinor.toString(),
-        issued_last_24h_minor: issuedToday.total.toString(),
-      });
-    }
-    const posting = moneyModel.plcIssued({ issuerId: ownerId, currency: input.currency, amountMinor: input.amountMinor });
-    const booked = await postTransaction(client, {
-      idempotencyKey: `plc:${input.tokenId}:issue`,
-      txType: posting.txType,
-      referenceType: 'plc',
-      referenceId: input.tokenId,
-      entries: posting.entries,
-    });
-    const plc = await one(client, plcRow, {
-      name: 'plc-insert',
-      text: `INSERT INTO plcs (token_id, version, issuer_pubkey, issuer_owner_id, amount_minor, currency, created_at, created_at_ms,
-                               expires_at, expires_at_ms, nonce, commitment_hash, signature, status, chain_length, head_hash,
-                               bearer_pubkey, device_id, issue_tx_id)
-             VALUES ($1, '2.0', $2, $3, $4, $5, to_timestamp($6::double precision / 1000), $6, to_timestamp($7::double precision / 1000), $7,
-                     $8, $9, $10, 'ISSUED', 0, $9, $2, $11, $12)
-             RETURNING ${plcColumns}`,
+  const ownerId = input.issuerPubkey;
+  const posting = moneyModel.plcIssued({ issuerId: ownerId, currency: input.currency, amountMinor: input.amountMinor });
+  const legs = postingLegs(posting.entries);
+  try {
+    const { created, ...plc } = await one(pool, issueRow, {
+      name: 'plc-issue',
+      prepare: true,
+      text: `SELECT created, ${plcColumns}
+               FROM plc_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::text[], $15::text[], $16::text[], $17::bigint[])`,
       values: [
         input.tokenId,
         input.issuerPubkey,
-        ownerId,
         input.amountMinor.toString(),
         input.currency,
         input.createdAtMs,
@@ -190,11 +177,19 @@ export async function issuePlc(pool: Pool, input: NewPlc, limits: IssueLimits): 
         input.commitmentHash,
         input.signature,
         input.deviceId,
-        booked.transactionId,
+        limits.amountMaxMinor.toString(),
+        limits.dailyLimitMinor.toString(),
+        posting.txType,
+        legs.owners,
+        legs.buckets,
+        legs.currencies,
+        legs.amounts,
       ],
     });
-    return { plc, created: true };
-  });
+    return { plc, created };
+  } catch (error) {
+    throw toIssueError(error, input.tokenId);
+  }
 }
 
 export type ReleaseKind = 'CANCELLED' | 'EXPIRED';
