@@ -40,6 +40,12 @@ export interface PlcState {
   expiresAtMs: number;
   issueTxId: string;
   finalTxId: string | null;
+  // The rest of what the API answers a create with, so that it need not read the row back.
+  // Optional: results recorded by workers before they were added lack them.
+  headHash?: string;
+  commitmentHash?: string;
+  redemptionInFlight?: boolean;
+  statusChangedAtMs?: number;
 }
 
 export function toPlcState(row: PlcRow): PlcState {
@@ -55,6 +61,10 @@ export function toPlcState(row: PlcRow): PlcState {
     expiresAtMs: Number(row.expires_at_ms),
     issueTxId: row.issue_tx_id,
     finalTxId: row.final_tx_id,
+    headHash: row.head_hash,
+    commitmentHash: row.commitment_hash,
+    redemptionInFlight: row.redemption_id !== null && row.status !== 'REDEEMED',
+    statusChangedAtMs: row.status_changed_at.getTime(),
   };
 }
 

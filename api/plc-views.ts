@@ -1,3 +1,4 @@
+import type { PlcState } from '../activities/plc.ts';
 import type { PlcRow, TransferRow } from '../db/plcs.ts';
 import { msToIso } from '../src/protocol/index.ts';
 import { money } from './schemas/money.ts';
@@ -18,6 +19,30 @@ export function toPlcStatus(row: PlcRow) {
     expires_at: msToIso(Number(row.expires_at_ms)),
     redemption_in_flight: row.redemption_id !== null && row.status !== 'REDEEMED',
     updated_at: row.status_changed_at.toISOString(),
+  };
+}
+
+/**
+ * The same view built from the issue's own result (the row its INSERT returned), or null when the
+ * result lacks a field (recorded by an older worker): then the caller reads the row.
+ */
+export function toPlcStatusFromState(state: PlcState): ReturnType<typeof toPlcStatus> | null {
+  const { headHash, commitmentHash, redemptionInFlight, statusChangedAtMs } = state;
+  if (headHash === undefined || commitmentHash === undefined || redemptionInFlight === undefined || statusChangedAtMs === undefined) return null;
+  return {
+    token_id: state.tokenId,
+    status: state.status,
+    amount: money(BigInt(state.amountMinor), state.currency),
+    currency: state.currency,
+    issuer_pubkey: state.issuerPubkey,
+    bearer_pubkey: state.bearerPubkey,
+    chain_length: state.chainLength,
+    head_hash: headHash,
+    commitment_hash: commitmentHash,
+    created_at: msToIso(state.createdAtMs),
+    expires_at: msToIso(state.expiresAtMs),
+    redemption_in_flight: redemptionInFlight,
+    updated_at: new Date(statusChangedAtMs).toISOString(),
   };
 }
 

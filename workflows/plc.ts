@@ -8,6 +8,7 @@ import {
   proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { IssuePlcInput, PlcActivities, PlcState } from '../activities/plc.ts';
 import { failureType } from './failure-type.ts';
@@ -61,16 +62,27 @@ export async function plcWorkflow(input: PlcWorkflowInput): Promise<PlcWorkflowR
   const setStatus = (status: string): void => {
     upsertSearchAttributes([{ key: businessStatusKey, value: status }]);
   };
+  // The API starts the workflow with BusinessStatus ISSUED (before: ISSUING, then an upsert of
+  // ISSUED once issued). The upsert cost a history event and a visibility write on the create's
+  // critical path, so it is now made only when the outcome differs: a refusal (REFUSED) or an
+  // issue that found the PLC in another state. The start attributes are part of the history, so
+  // a workflow started with ISSUING replays the old path exactly. (Not a patched() gate: in this
+  // SDK a patch itself upserts TemporalChangeVersion, the very write this change removes.)
+  const startedIssuing = workflowInfo().typedSearchAttributes.get(businessStatusKey) === 'ISSUING';
 
   setHandler(
     issuePlcUpdate,
     async (request) => {
       // Concurrent retries of the same create share one booking.
+      const first = issuing === undefined;
       issuing ??= local.issuePlc(request);
       try {
         issued = await issuing;
-        setStatus(issued.state.status);
-        return issued;
+        if (startedIssuing) setStatus(issued.state.status);
+        else if (first && issued.state.status !== 'ISSUED') setStatus(issued.state.status);
+        // Only the update that ran the issue answers with its outcome; a retry (concurrent or
+        // later) gets created=false, so the API reads the current row for it instead.
+        return first ? issued : { created: false, state: issued.state };
       } catch (error) {
         refusedCode ??= failureType(error);
         throw error;
@@ -104,6 +116,7 @@ export async function plcWorkflow(input: PlcWorkflowInput): Promise<PlcWorkflowR
     refusedCode = 'NO_ISSUE_UPDATE';
   }
   if (issued === undefined) {
+    if (!startedIssuing) setStatus('REFUSED');
     await condition(allHandlersFinished);
     return { status: 'REFUSED', code: refusedCode ?? 'UNKNOWN' };
   }

@@ -27,7 +27,7 @@ import {
 import { cancelPlcUpdate, issuePlcUpdate, plcWorkflow } from '../../workflows/plc.ts';
 import { businessStatusKey, ownerIdKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { idempotent } from '../idempotency.ts';
-import { toChainEntry, toPlcStatus } from '../plc-views.ts';
+import { toChainEntry, toPlcStatus, toPlcStatusFromState } from '../plc-views.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
 import { money } from '../schemas/money.ts';
@@ -130,7 +130,9 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         typedSearchAttributes: [
           { key: tokenIdKey, value: tokenId },
           { key: ownerIdKey, value: issuerPubkey },
-          { key: businessStatusKey, value: 'ISSUING' },
+          // ISSUED from the start: the workflow marks a refused create REFUSED as it ends
+          // (workflows/plc.ts), so a successful create needs no upsert.
+          { key: businessStatusKey, value: 'ISSUED' },
         ],
       });
       const result = await withDomainErrors(() =>
@@ -154,6 +156,12 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
           startWorkflowOperation,
         }),
       );
+      // A fresh create answers from the row the issue's INSERT returned. A retry's result may be
+      // the first attempt's, recorded in the workflow since: the current row is read instead.
+      const issuedView = result.created ? toPlcStatusFromState(result.state) : null;
+      if (issuedView !== null) {
+        return { ...issuedView, workflow_id: workflowId, issue_transaction_id: result.state.issueTxId, created: true };
+      }
       const row = await getPlc(pool, tokenId);
       if (row === null) throw new Error(`PLC ${tokenId} was issued but is not in the database`);
       return { ...toPlcStatus(row), workflow_id: workflowId, issue_transaction_id: row.issue_tx_id, created: result.created };

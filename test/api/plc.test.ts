@@ -4,6 +4,7 @@ import { findViolations } from '../../db/ledger.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { cancelBody, hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 import type { Plc } from '../../src/protocol/index.ts';
+import { businessStatusKey } from '../../workflows/search-attributes.ts';
 
 let t: TestApp;
 let admin: Record<string, string>;
@@ -56,6 +57,34 @@ describe('POST /api/v1/plc/create', () => {
     expect(await balance(issuer)).toMatchObject({ available: '37.66', promised: '12.34' });
     const description = await t.temporal.workflow.getHandle(`plc-${tokenId}`).describe();
     expect(description.status.name).toBe('RUNNING');
+    // Started ISSUED, and no upsert on success: the start attribute is the current one.
+    expect(description.typedSearchAttributes.get(businessStatusKey)).toBe('ISSUED');
+    const history = await t.temporal.workflow.getHandle(`plc-${tokenId}`).fetchHistory();
+    expect(history.events?.filter((event) => event.upsertWorkflowSearchAttributesEventAttributes)).toEqual([]);
+    // The answer is built from the row the issue inserted: exactly what a read of it shows.
+    const { workflow_id: _workflowId, issue_transaction_id: issueTxId, created: _created, ...view } = response.json();
+    const status = await t.app.inject({ method: 'GET', url: `/api/v1/plc/${tokenId}/status` });
+    expect(view).toEqual(status.json());
+    const { rows } = await t.db.pool.query<{ issue_tx_id: string }>('SELECT issue_tx_id FROM plcs WHERE token_id = $1', [tokenId]);
+    expect(issueTxId).toBe(rows[0]?.issue_tx_id);
+  });
+
+  it('answers a later retry of the same PLC with its current state, created=false, booking nothing', async () => {
+    const [issuer, bearer] = [newWallet(), newWallet()];
+    await fund(issuer, '10.00');
+    const plc = issue(issuer, { amountMinor: 300n });
+    expect((await create(plc)).json()).toMatchObject({ status: 'ISSUED', created: true });
+    expect((await transfer(hop(plc, issuer, bearer))).statusCode).toBe(200);
+    const retry = await create(plc);
+    expect(retry.statusCode).toBe(200);
+    expect(retry.json()).toMatchObject({ status: 'TRANSFERRED', chain_length: 1, bearer_pubkey: bearer.pubkey, created: false });
+    expect(await balance(issuer)).toMatchObject({ available: '7.00', promised: '3.00' });
+    // The retry does not put the workflow's status back to ISSUED.
+    const history = await t.temporal.workflow.getHandle(`plc-${plc.commitment.tokenId}`).fetchHistory();
+    const upserted = history.events
+      ?.flatMap((event) => Object.values(event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}))
+      .map((payload) => JSON.parse(Buffer.from(payload.data ?? new Uint8Array()).toString('utf8')) as unknown);
+    expect(upserted).not.toContain('ISSUED');
   });
 
   it('answers a retry with the same Idempotency-Key from the stored response, marked replayed', async () => {
@@ -91,6 +120,9 @@ describe('POST /api/v1/plc/create', () => {
     expect(await balance(issuer)).toMatchObject({ available: '1.00', promised: '0.00' });
     const result = await t.temporal.workflow.getHandle(`plc-${plc.commitment.tokenId}`).result();
     expect(result).toEqual({ status: 'REFUSED', code: 'INSUFFICIENT_FUNDS' });
+    // Started ISSUED like every create, it ends marked REFUSED.
+    const description = await t.temporal.workflow.getHandle(`plc-${plc.commitment.tokenId}`).describe();
+    expect(description.typedSearchAttributes.get(businessStatusKey)).toBe('REFUSED');
   });
 
   it('refuses a frozen issuer with ACCOUNT_FROZEN', async () => {

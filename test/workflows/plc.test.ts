@@ -7,6 +7,7 @@ import { findViolations } from '../../db/ledger.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { businessStatusKey } from '../../workflows/search-attributes.ts';
 
 /**
  * The PLC workflow against the real dev server: the durable expiry timer (shortened with
@@ -80,6 +81,19 @@ describe('plc workflow', () => {
     expect(cancelled.statusCode).toBe(200);
     expect(await t.temporal.workflow.getHandle(`plc-${tokenId}`).result()).toMatchObject({ status: 'CANCELLED' });
     await record(`plc-${tokenId}`, 'plc-cancelled');
+  });
+
+  it('ends REFUSED, marked REFUSED, when the issue is refused', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '1.00');
+    const plc = issue(issuer, { amountMinor: 500n });
+    const tokenId = plc.commitment.tokenId;
+    const refused = await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
+    expect(refused.statusCode).toBe(409);
+    const handle = t.temporal.workflow.getHandle(`plc-${tokenId}`);
+    expect(await handle.result()).toEqual({ status: 'REFUSED', code: 'INSUFFICIENT_FUNDS' });
+    expect((await handle.describe()).typedSearchAttributes.get(businessStatusKey)).toBe('REFUSED');
+    await record(`plc-${tokenId}`, 'plc-refused');
   });
 
   it('the expire-tokens sweep expires overdue PLCs once, with a risk flag each', async () => {
