@@ -1,34 +1,27 @@
-import type { PlcState } from '../activities/plc.ts';
+import { toPlcState, type PlcState } from '../activities/plc.ts';
 import type { PlcRow, TransferRow } from '../db/plcs.ts';
 import { msToIso } from '../src/protocol/index.ts';
 import { money } from './schemas/money.ts';
 
+type PlcStatusView = ReturnType<typeof statusView>;
+
 /** The PLC as the status endpoints show it. */
-export function toPlcStatus(row: PlcRow) {
-  return {
-    token_id: row.token_id,
-    status: row.status,
-    amount: money(row.amount_minor, row.currency),
-    currency: row.currency,
-    issuer_pubkey: row.issuer_pubkey,
-    bearer_pubkey: row.bearer_pubkey,
-    chain_length: row.chain_length,
-    head_hash: row.head_hash,
-    commitment_hash: row.commitment_hash,
-    created_at: msToIso(Number(row.created_at_ms)),
-    expires_at: msToIso(Number(row.expires_at_ms)),
-    redemption_in_flight: row.redemption_id !== null && row.status !== 'REDEEMED',
-    updated_at: row.status_changed_at.toISOString(),
-  };
+export function toPlcStatus(row: PlcRow): PlcStatusView {
+  // toPlcState fills every field from a row.
+  return toPlcStatusFromState(toPlcState(row)) as PlcStatusView;
 }
 
 /**
  * The same view built from the issue's own result (the row its INSERT returned), or null when the
  * result lacks a field (recorded by an older worker): then the caller reads the row.
  */
-export function toPlcStatusFromState(state: PlcState): ReturnType<typeof toPlcStatus> | null {
+export function toPlcStatusFromState(state: PlcState): PlcStatusView | null {
   const { headHash, commitmentHash, redemptionInFlight, statusChangedAtMs } = state;
   if (headHash === undefined || commitmentHash === undefined || redemptionInFlight === undefined || statusChangedAtMs === undefined) return null;
+  return statusView(state, { headHash, commitmentHash, redemptionInFlight, statusChangedAtMs });
+}
+
+function statusView(state: PlcState, rest: Required<Pick<PlcState, 'headHash' | 'commitmentHash' | 'redemptionInFlight' | 'statusChangedAtMs'>>) {
   return {
     token_id: state.tokenId,
     status: state.status,
@@ -37,12 +30,12 @@ export function toPlcStatusFromState(state: PlcState): ReturnType<typeof toPlcSt
     issuer_pubkey: state.issuerPubkey,
     bearer_pubkey: state.bearerPubkey,
     chain_length: state.chainLength,
-    head_hash: headHash,
-    commitment_hash: commitmentHash,
+    head_hash: rest.headHash,
+    commitment_hash: rest.commitmentHash,
     created_at: msToIso(state.createdAtMs),
     expires_at: msToIso(state.expiresAtMs),
-    redemption_in_flight: redemptionInFlight,
-    updated_at: new Date(statusChangedAtMs).toISOString(),
+    redemption_in_flight: rest.redemptionInFlight,
+    updated_at: new Date(rest.statusChangedAtMs).toISOString(),
   };
 }
 
