@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { plcStatuses } from '../src/plc/lifecycle.ts';
 import type { Queryable } from './pool.ts';
-import { many, one } from './sql.ts';
+import { many } from './sql.ts';
 
 /**
  * The outbox of PLC statuses owed to the PLC workflows (migration 9). The transfer route queues
@@ -48,16 +48,5 @@ export async function failStatus(db: Queryable, row: Pick<OutboxRow, 'token_id' 
     text: `UPDATE plc_status_outbox SET next_attempt_at = now() + make_interval(secs => $3 / 1000.0), last_error = left($4, 500)
             WHERE token_id = $1 AND revision = $2`,
     values: [row.token_id, row.revision, retryInMs, error],
-  });
-}
-
-const backlogRow = z.object({ pending: z.number().int(), oldest_ms: z.number().nullable() });
-
-/** How many statuses wait, and how old the oldest is (tests; operators use queueStats). */
-export function outboxBacklog(db: Queryable): Promise<{ pending: number; oldest_ms: number | null }> {
-  return one(db, backlogRow, {
-    name: 'plc-outbox-backlog',
-    text: `SELECT count(*)::int AS pending, (extract(epoch FROM now() - min(enqueued_at)) * 1000)::float8 AS oldest_ms FROM plc_status_outbox`,
-    values: [],
   });
 }

@@ -1,7 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pauseAfterPollMs, retryDelayMs, startPlcStatusDispatcher } from '../../api/plc-status-dispatcher.ts';
-import { outboxBacklog } from '../../db/plc-status-outbox.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
@@ -129,9 +128,5 @@ describe('PLC status outbox', () => {
     // Not a full batch: the poll interval, or the rate cap if longer.
     expect(pauseAfterPollMs({ ...base, claimed: 0, elapsedMs: 5 })).toBe(200);
     expect(pauseAfterPollMs({ ...base, claimed: 12, elapsedMs: 10 })).toBe(290);
-  });
-
-  it('reports the backlog', async () => {
-    expect(await outboxBacklog(t.db.pool)).toMatchObject({ pending: expect.any(Number) });
   });
 });
