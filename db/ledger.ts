@@ -173,7 +173,7 @@ export function findAccountById(db: Queryable, accountId: string): Promise<Accou
 export async function getBalances(db: Queryable, ownerId: string, currency: Currency): Promise<BucketBalances> {
   const rows = await many(db, balanceRow, {
     name: 'ledger-balances-of-owner',
-    text: `SELECT b.bucket, b.amount_minor FROM ledger_balances b JOIN ledger_accounts a ON a.id = b.account_id
+    text: `SELECT b.bucket, b.amount_minor FROM ledger_bucket_balances b JOIN ledger_accounts a ON a.id = b.account_id
             WHERE a.owner_id = $1 AND b.currency = $2`,
     values: [ownerId, currency],
   });
@@ -275,7 +275,7 @@ export function listAccountsWithBalances(
     text: `SELECT a.id, a.owner_id, a.kind, a.status, a.created_at,
                   coalesce((SELECT json_agg(json_build_object('bucket', b.bucket, 'currency', b.currency,
                             'amount_minor', b.amount_minor::text) ORDER BY b.currency, b.bucket)
-                              FROM ledger_balances b WHERE b.account_id = a.id), '[]') AS balances
+                              FROM ledger_bucket_balances b WHERE b.account_id = a.id), '[]') AS balances
              FROM ledger_accounts a
             WHERE ($1::ledger_account_kind IS NULL OR a.kind = $1)
             ORDER BY a.created_at, a.id LIMIT $2 OFFSET $3`,
@@ -314,7 +314,7 @@ export async function ledgerStats(db: Queryable) {
       text: `SELECT currency, bucket,
                     coalesce(sum(amount_minor) FILTER (WHERE account_kind = 'user'), 0)::text AS user_total_minor,
                     coalesce(sum(amount_minor) FILTER (WHERE account_kind = 'system'), 0)::text AS system_total_minor
-               FROM ledger_balances GROUP BY currency, bucket ORDER BY currency, bucket`,
+               FROM ledger_bucket_balances GROUP BY currency, bucket ORDER BY currency, bucket`,
     }),
     many(db, txTypeCountRow, {
       name: 'ledger-stats-counts',

@@ -524,7 +524,7 @@ function findSnapshotDiffs(db: Queryable, accountIds: readonly string[]): Promis
     name: 'reconcile-snapshot-diffs',
     text: `WITH sums AS (SELECT account_id, bucket, currency, sum(amount_minor) AS total FROM ledger_entries
                           WHERE account_id = ANY ($1::uuid[]) GROUP BY 1, 2, 3),
-                snaps AS (SELECT account_id, bucket, currency, amount_minor FROM ledger_balances
+                snaps AS (SELECT account_id, bucket, currency, amount_minor FROM ledger_bucket_balances
                            WHERE account_id = ANY ($1::uuid[]))
            SELECT account_id, a.owner_id, a.kind, bucket, currency,
                   coalesce(n.amount_minor, 0) AS snapshot_minor, coalesce(s.total, 0)::bigint AS computed_minor
@@ -562,24 +562,29 @@ const recomputedRow = z.object({
 type Recomputed = z.infer<typeof recomputedRow>;
 
 /**
- * Rewrites the account's snapshot rows that differ from their entries (only `keys`,
- * "BUCKET/CURRENCY", when given), under the locks `lockSnapshots` took. A user bucket whose
- * entries sum below zero cannot be written (the non-negative CHECK) and comes back uncorrected.
+ * Rewrites the account's snapshots that differ from their entries (only `keys`, "BUCKET/CURRENCY",
+ * when given), under the locks `lockSnapshots` took: the bucket's row becomes the sum of its
+ * entries and its unfolded credits are folded into it. One statement, so the entries, the row and
+ * the credits are read in one snapshot: a credit that commits meanwhile (credits take no lock) is
+ * in neither the sum nor the fold, and stays beside the row. A user bucket whose entries sum below
+ * zero cannot be written (the non-negative CHECK) and comes back uncorrected.
  */
 function recomputeSnapshots(client: PoolClient, account: AccountKey, keys: readonly string[] | null): Promise<Recomputed[]> {
   return many(client, recomputedRow, {
     name: 'reconcile-recompute-snapshots',
     text: `WITH sums AS (SELECT bucket, currency, sum(amount_minor) AS total FROM ledger_entries
                           WHERE account_id = $1 GROUP BY 1, 2),
-                snaps AS (SELECT bucket, currency, amount_minor FROM ledger_balances WHERE account_id = $1),
+                snaps AS (SELECT bucket, currency, amount_minor FROM ledger_bucket_balances WHERE account_id = $1),
                 diff AS (SELECT bucket, currency, coalesce(n.amount_minor, 0) AS snapshot_minor,
                                 coalesce(s.total, 0)::bigint AS computed_minor
                            FROM sums s FULL JOIN snaps n USING (bucket, currency)
                           WHERE coalesce(n.amount_minor, 0) <> coalesce(s.total, 0)
                             AND ($3::text[] IS NULL OR bucket || '/' || currency = ANY ($3::text[]))),
+                writable AS (SELECT * FROM diff d WHERE $2::ledger_account_kind = 'system' OR d.computed_minor >= 0),
+                folded AS (DELETE FROM ledger_balance_credits c USING writable w
+                            WHERE c.account_id = $1 AND c.bucket = w.bucket AND c.currency = w.currency),
                 fixed AS (INSERT INTO ledger_balances AS b (account_id, bucket, currency, account_kind, amount_minor, version)
-                          SELECT $1, d.bucket, d.currency, $2::ledger_account_kind, d.computed_minor, 1 FROM diff d
-                           WHERE $2::ledger_account_kind = 'system' OR d.computed_minor >= 0
+                          SELECT $1, w.bucket, w.currency, $2::ledger_account_kind, w.computed_minor, 1 FROM writable w
                           ON CONFLICT (account_id, bucket, currency) DO UPDATE
                              SET amount_minor = EXCLUDED.amount_minor, version = b.version + 1, updated_at = now()
                           RETURNING b.bucket, b.currency)
@@ -697,7 +702,7 @@ function findNegativeUserBuckets(db: Queryable, accountIds: readonly string[]) {
            SELECT s.account_id, a.owner_id, s.bucket, s.currency, coalesce(b.amount_minor, 0) AS snapshot_minor,
                   s.total::bigint AS computed_minor
              FROM sums s JOIN ledger_accounts a ON a.id = s.account_id AND a.kind = 'user'
-             LEFT JOIN ledger_balances b USING (account_id, bucket, currency)
+             LEFT JOIN ledger_bucket_balances b USING (account_id, bucket, currency)
             ORDER BY s.account_id, s.bucket, s.currency`,
     values: [accountIds],
   });
@@ -871,7 +876,7 @@ export function bucketState(db: Queryable, ownerId: string, bucket: Bucket, curr
   // Zero for an owner the ledger has not seen yet (a settlement row can name one).
   return one(db, bucketStateRow, {
     name: 'reconcile-bucket-state',
-    text: `SELECT coalesce((SELECT b.amount_minor FROM ledger_balances b JOIN ledger_accounts a ON a.id = b.account_id
+    text: `SELECT coalesce((SELECT b.amount_minor FROM ledger_bucket_balances b JOIN ledger_accounts a ON a.id = b.account_id
                              WHERE a.owner_id = $1 AND b.bucket = $2 AND b.currency = $3), 0) AS snapshot_minor,
                   coalesce((SELECT sum(e.amount_minor) FROM ledger_entries e JOIN ledger_accounts a ON a.id = e.account_id
                              WHERE a.owner_id = $1 AND e.bucket = $2 AND e.currency = $3), 0)::bigint AS computed_minor`,

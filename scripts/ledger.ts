@@ -43,12 +43,12 @@ function out(line = ''): void {
 const sizeRow = z.object({ accounts: z.bigint(), transactions: z.bigint(), entries: z.bigint() });
 
 async function ledgerSize(pool: Pool) {
-  // Planner estimates for the entries: an exact count is itself a full pass.
+  // Planner estimates for the entries (two per movement): an exact count is itself a full pass.
   return one(pool, sizeRow, {
     name: 'ledger-cli-size',
     text: `SELECT (SELECT count(*) FROM ledger_accounts)::bigint AS accounts,
                   (SELECT count(*) FROM ledger_transactions)::bigint AS transactions,
-                  greatest((SELECT reltuples FROM pg_class WHERE oid = 'ledger_entries'::regclass), 0)::bigint AS entries`,
+                  (2 * greatest((SELECT reltuples FROM pg_class WHERE oid = 'ledger_movements'::regclass), 0))::bigint AS entries`,
   });
 }
 

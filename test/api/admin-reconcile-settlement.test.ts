@@ -79,8 +79,9 @@ async function state(): Promise<unknown> {
   const result = await t.db.pool.query<{ state: unknown }>(
     `SELECT json_build_object(
        'balances', (SELECT json_agg(b ORDER BY b.account_id, b.bucket, b.currency) FROM ledger_balances b),
+       'credits', (SELECT json_agg(c ORDER BY c.id) FROM ledger_balance_credits c),
        'transactions', (SELECT count(*) FROM ledger_transactions),
-       'entries', (SELECT count(*) FROM ledger_entries),
+       'movements', (SELECT count(*) FROM ledger_movements),
        'plcs', (SELECT json_agg(p ORDER BY p.token_id) FROM plcs p),
        'charges', (SELECT json_agg(c ORDER BY c.id) FROM charges c),
        'redemptions', (SELECT json_agg(r ORDER BY r.id) FROM redemptions r)) AS state`,

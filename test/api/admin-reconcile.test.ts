@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { findViolations, postTransaction } from '../../db/ledger.ts';
-import type { Pool } from '../../db/pool.ts';
 import { moneyModel, type Bucket, type Posting } from '../../src/ledger/money-model.ts';
 import type { Currency } from '../../src/money/currency.ts';
 import { referenceIdKey } from '../../workflows/search-attributes.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { foldCredits, insertRawTransaction, ledgerTablesJson, setSnapshot as setSnapshotRow, snapshotOf as snapshotOfBucket } from '../support/ledger.ts';
 
 /**
  * The reconcile tools end to end: API -> (dry run in the request | workflow on the worker) ->
@@ -73,71 +73,17 @@ function deposit(ownerId: string, amountMinor: bigint, currency: Currency = 'BRL
   return book(moneyModel.deposit({ ownerId, currency, amountMinor }));
 }
 
-/** Writes entries behind the ledger's back (no triggers, no snapshot update): history damage. */
-async function insertRawTransaction(
-  pool: Pool,
-  entries: { ownerId: string; bucket: Bucket; currency: Currency; amountMinor: bigint }[],
-): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SET LOCAL session_replication_role = replica');
-    await client.query(
-      `WITH t AS (INSERT INTO ledger_transactions (idempotency_key, request_hash, tx_type, description)
-                  VALUES ($1, 'raw', 'DEPOSIT', 'damage made by a test') RETURNING id)
-       INSERT INTO ledger_entries (transaction_id, account_id, bucket, currency, amount_minor)
-       SELECT t.id, a.id, x.bucket, x.currency, x.amount_minor
-         FROM t, jsonb_to_recordset($2::jsonb) AS x(owner_id text, bucket ledger_bucket, currency ledger_currency, amount_minor bigint)
-         JOIN ledger_accounts a ON a.owner_id = x.owner_id`,
-      [
-        `raw-${randomUUID()}`,
-        JSON.stringify(
-          entries.map((entry) => ({
-            owner_id: entry.ownerId,
-            bucket: entry.bucket,
-            currency: entry.currency,
-            amount_minor: entry.amountMinor.toString(),
-          })),
-        ),
-      ],
-    );
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK');
-    throw error;
-  } finally {
-    client.release();
-  }
-}
-
-/** Overwrites one snapshot row (a damaged cache); UPDATE of ledger_balances is not forbidden. */
 async function setSnapshot(ownerId: string, bucket: Bucket, currency: Currency, amountMinor: bigint): Promise<void> {
-  const result = await t.db.pool.query(
-    `UPDATE ledger_balances SET amount_minor = $4
-      WHERE account_id = (SELECT id FROM ledger_accounts WHERE owner_id = $1) AND bucket = $2 AND currency = $3`,
-    [ownerId, bucket, currency, amountMinor.toString()],
-  );
-  expect(result.rowCount).toBe(1);
+  await setSnapshotRow(t.db.pool, ownerId, bucket, currency, amountMinor);
 }
 
 async function snapshotOf(ownerId: string, bucket: Bucket, currency: Currency = 'BRL'): Promise<bigint | null> {
-  const result = await t.db.pool.query<{ amount_minor: bigint }>(
-    `SELECT b.amount_minor FROM ledger_balances b JOIN ledger_accounts a ON a.id = b.account_id
-      WHERE a.owner_id = $1 AND b.bucket = $2 AND b.currency = $3`,
-    [ownerId, bucket, currency],
-  );
-  return result.rows[0]?.amount_minor ?? null;
+  return snapshotOfBucket(t.db.pool, ownerId, bucket, currency);
 }
 
 /** Everything the ledger holds, to compare before and after a dry run. */
 async function ledgerState(): Promise<unknown> {
-  const result = await t.db.pool.query<{ state: unknown }>(
-    `SELECT json_build_object(
-       'accounts', (SELECT json_agg(a ORDER BY a.id) FROM ledger_accounts a),
-       'balances', (SELECT json_agg(b ORDER BY b.account_id, b.bucket, b.currency) FROM ledger_balances b),
-       'transactions', (SELECT json_agg(x ORDER BY x.seq) FROM ledger_transactions x),
-       'entries', (SELECT json_agg(e ORDER BY e.id) FROM ledger_entries e)) AS state`,
-  );
+  const result = await t.db.pool.query<{ state: unknown }>(`SELECT json_build_object(${ledgerTablesJson}) AS state`);
   return result.rows[0]?.state;
 }
 
@@ -279,6 +225,7 @@ describe('recalculate-snapshots', () => {
     const worldUsd = (await snapshotOf('system:world', 'AVAILABLE', 'USD')) ?? 0n;
     await setSnapshot('rs-carol', 'AVAILABLE', 'USD', 999n);
     await setSnapshot('system:world', 'AVAILABLE', 'USD', worldUsd + 50n);
+    await foldCredits(t.db.pool, ['rs-dan']);
     await t.db.pool.query(
       `DELETE FROM ledger_balances WHERE bucket = 'HELD' AND currency = 'EUR'
           AND account_id = (SELECT id FROM ledger_accounts WHERE owner_id = 'rs-dan')`,
@@ -325,10 +272,11 @@ describe('fix-negative-balances', () => {
     await deposit('neg-erin', 200n);
     // History damage: 5.00 left erin's AVAILABLE with only 2.00 in it, and the snapshots never saw it
     // (system:world's snapshot is moved by hand so that only erin's bucket is wrong).
-    await insertRawTransaction(t.db.pool, [
-      { ownerId: 'neg-erin', bucket: 'AVAILABLE', currency: 'BRL', amountMinor: -500n },
-      { ownerId: 'system:world', bucket: 'AVAILABLE', currency: 'BRL', amountMinor: 500n },
-    ]);
+    await insertRawTransaction(
+      t.db.pool,
+      [{ from: { ownerId: 'neg-erin', bucket: 'AVAILABLE' }, to: { ownerId: 'system:world', bucket: 'AVAILABLE' }, currency: 'BRL', amountMinor: 500n }],
+      `raw-${randomUUID()}`,
+    );
     const worldBrl = (await snapshotOf('system:world', 'AVAILABLE')) ?? 0n;
     await setSnapshot('system:world', 'AVAILABLE', 'BRL', worldBrl + 500n);
 

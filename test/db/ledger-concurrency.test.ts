@@ -6,6 +6,7 @@
  *   the rest are refused with INSUFFICIENT_FUNDS, nothing goes negative, no lost update;
  * - postings that lock the same rows in opposite directions (the classic deadlock shape), and
  *   postings over many accounts with their legs in random order: never a deadlock (40P01);
+ * - a credit takes no lock: it completes while another transaction holds the bucket's row;
  * - a control showing that a real deadlock does surface as 40P01 through this harness, so the
  *   "never a deadlock" assertions are not vacuous.
  */
@@ -52,7 +53,7 @@ function tally(outcomes: Outcome[]) {
 async function negativeUserBuckets(): Promise<string[]> {
   const result = await pool.query<{ subject: string }>(
     `SELECT a.owner_id || '/' || b.bucket || '/' || b.currency AS subject
-       FROM ledger_balances b JOIN ledger_accounts a ON a.id = b.account_id WHERE a.kind = 'user' AND b.amount_minor < 0`,
+       FROM ledger_bucket_balances b JOIN ledger_accounts a ON a.id = b.account_id WHERE a.kind = 'user' AND b.amount_minor < 0`,
   );
   return result.rows.map((row) => row.subject);
 }
@@ -184,7 +185,8 @@ describe('ledger concurrency: no deadlock whatever the order of the legs', () =>
     };
     const postings = Array.from({ length: 300 }, (): Posting => {
       const order = shuffled(ring);
-      // Half the accounts pay 1, the other half receive 1: every leg's row is locked by the posting.
+      // Half the accounts pay 1 (their rows locked by the posting, in lock order), the other half
+      // receive 1 (credits, no lock; one in 32 folds, and then locks too).
       const entries: Entry[] = order.map((ownerId, i) => ({ ownerId, bucket: 'AVAILABLE', currency: 'BRL', amountMinor: i < 4 ? -1n : 1n }));
       return { txType: 'RECONCILIATION', entries: shuffled(entries) };
     });
@@ -203,6 +205,8 @@ describe('ledger concurrency: no deadlock whatever the order of the legs', () =>
     for (const ownerId of [a, b]) {
       await postTransaction(pool, { idempotencyKey: `conc:${randomUUID()}`, ...moneyModel.deposit({ ownerId, currency: 'BRL', amountMinor: 100n }) });
     }
+    // The deposits are unfolded credits: fold them, so both AVAILABLE rows exist.
+    await pool.query(`SELECT ledger_lock_snapshots(array_agg(id), false) FROM ledger_accounts WHERE owner_id = ANY ($1)`, [[a, b]]);
     const lockRow = `UPDATE ledger_balances SET version = version
                       WHERE bucket = 'AVAILABLE' AND currency = 'BRL' AND account_id = (SELECT id FROM ledger_accounts WHERE owner_id = $1)`;
     const first = await pool.connect();
@@ -221,5 +225,37 @@ describe('ledger concurrency: no deadlock whatever the order of the legs', () =>
       first.release();
       second.release();
     }
+  });
+
+  it('a credit takes no lock: credits to a bucket complete while another transaction holds its row, and then both count', async () => {
+    const holder = owner('holder');
+    const payers = Array.from({ length: 40 }, () => owner('payer'));
+    for (const ownerId of [holder, ...payers]) {
+      await postTransaction(pool, { idempotencyKey: `conc:${randomUUID()}`, ...moneyModel.deposit({ ownerId, currency: 'BRL', amountMinor: 1_000n }) });
+    }
+    // The holder's AVAILABLE row exists (its first row is the one thing two transactions would
+    // wait on each other for: the migration's header says so).
+    await pool.query(`SELECT ledger_lock_snapshots(array_agg(id), false) FROM ledger_accounts WHERE owner_id = $1`, [holder]);
+    const blocker = await pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      // A debit of the holder's AVAILABLE, not committed: its row stays locked.
+      await postTransaction(blocker, { idempotencyKey: `conc:${randomUUID()}`, ...transfer(holder, payers[0] as string, 100n) });
+      // Meanwhile 39 credits to that bucket, each paid by another owner, from other connections:
+      // all complete (those whose id says fold find the row locked and leave the fold for later).
+      const credits = Promise.all(payers.slice(1).map((payer) => attempt(transfer(payer, holder, 1n))));
+      const waited = new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 10_000).unref());
+      const outcomes = await Promise.race([credits, waited]);
+      expect(outcomes, 'the credits waited for the locked row').not.toBe('waited');
+      expect(tally(outcomes as Outcome[])).toEqual({ ok: 39, insufficient: 0, otherRefusals: [], failures: [] });
+      await blocker.query('COMMIT');
+    } catch (error) {
+      await blocker.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      blocker.release();
+    }
+    expect(await getBalances(pool, holder, 'BRL')).toMatchObject({ available: 1_000n - 100n + 39n });
+    expect(await findViolations(pool)).toEqual([]);
   });
 });

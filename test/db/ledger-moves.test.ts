@@ -7,8 +7,9 @@
  * - Refusals by the posting function: insufficient funds, frozen accounts, idempotency (replay
  *   and reuse), invalid postings; each leaves nothing written.
  * - Refusals by the database itself, bypassing the function with raw SQL: an unbalanced
- *   transaction fails at COMMIT (PL004), a negative user snapshot fails its CHECK (23514), and
- *   ledger history cannot be rewritten (PL006).
+ *   transaction cannot be written (entries are the two sides of movements, each balanced by
+ *   itself), a negative user snapshot fails its CHECK and a credit of zero or less its type (23514),
+ *   and ledger history cannot be rewritten (PL006).
  */
 import { randomUUID } from 'node:crypto';
 import type { DatabaseError } from 'pg';
@@ -61,20 +62,11 @@ async function refusedWith(promise: Promise<unknown>, code: ErrorCode): Promise<
   return outcome as DomainError;
 }
 
-async function pgErrorOf(promise: Promise<unknown>): Promise<DatabaseError> {
-  const outcome = await promise.then(
-    () => new Error('expected the database to refuse, it accepted'),
-    (error: unknown) => error,
-  );
-  expect(outcome).toHaveProperty('code');
-  return outcome as DatabaseError;
-}
-
-/** Every non-zero snapshot row of the ledger, as "owner/bucket/currency" -> amount. */
+/** Every non-zero snapshot of the ledger (row plus unfolded credits), as "owner/bucket/currency" -> amount. */
 async function snapshot(db: Queryable): Promise<Record<string, bigint>> {
   const result = await db.query<{ key: string; amount_minor: bigint }>(
     `SELECT a.owner_id || '/' || b.bucket || '/' || b.currency AS key, b.amount_minor
-       FROM ledger_balances b JOIN ledger_accounts a ON a.id = b.account_id
+       FROM ledger_bucket_balances b JOIN ledger_accounts a ON a.id = b.account_id
       WHERE b.amount_minor <> 0 ORDER BY 1`,
   );
   return Object.fromEntries(result.rows.map((row) => [row.key, row.amount_minor]));
@@ -84,7 +76,8 @@ async function snapshot(db: Queryable): Promise<Record<string, bigint>> {
 async function counts(db: Queryable): Promise<Record<string, bigint>> {
   const result = await db.query<Record<string, bigint>>(
     `SELECT (SELECT count(*) FROM ledger_accounts) AS accounts, (SELECT count(*) FROM ledger_balances) AS balances,
-            (SELECT count(*) FROM ledger_transactions) AS transactions, (SELECT count(*) FROM ledger_entries) AS entries`,
+            (SELECT count(*) FROM ledger_balance_credits) AS credits, (SELECT count(*) FROM ledger_transactions) AS transactions,
+            (SELECT count(*) FROM ledger_movements) AS movements`,
   );
   return result.rows[0] ?? {};
 }
@@ -555,16 +548,16 @@ describe('ledger refusals by the posting function', () => {
       expect(await snapshot(pool)).toEqual(before.snapshot);
     });
 
-    it('inside a caller transaction, an unbalanced posting is refused at COMMIT (PL004) and the whole transaction rolls back', async () => {
+    it('inside a caller transaction, an unbalanced posting is refused (LEDGER_UNBALANCED) and the whole transaction rolls back', async () => {
       const alice = owner('alice');
       const before = { counts: await counts(pool), snapshot: await snapshot(pool) };
-      const error = await pgErrorOf(
+      await refusedWith(
         withTransaction(pool, async (client) => {
           await book(client, moneyModel.deposit({ ownerId: alice, currency: 'BRL', amountMinor: 10n }));
           await postTransaction(client, { idempotencyKey: `test:${randomUUID()}`, txType: 'RECONCILIATION', entries: [entry(W, -100n), entry(alice, 99n)] });
         }),
+        'LEDGER_UNBALANCED',
       );
-      expect(error.code).toBe('PL004');
       expect(await counts(pool)).toEqual(before.counts);
       expect(await snapshot(pool)).toEqual(before.snapshot);
     });
@@ -584,6 +577,10 @@ describe('ledger refusals by the database itself (raw SQL, bypassing ledger_post
     db = await createTestDatabase({ poolMax: 3 });
     alice = 'alice';
     depositId = (await book(db.pool, moneyModel.deposit({ ownerId: alice, currency: 'BRL', amountMinor: 1000n }))).transactionId;
+    // Alice's credit folded into her AVAILABLE row (the CHECK tests need the row); bob's stays an
+    // unfolded credit (the append-only tests need one).
+    await db.pool.query(`SELECT ledger_lock_snapshots(array_agg(id), false) FROM ledger_accounts`);
+    await book(db.pool, moneyModel.deposit({ ownerId: 'bob', currency: 'BRL', amountMinor: 10n }));
     const accounts = await db.pool.query<{ owner_id: string; id: string }>(`SELECT owner_id, id FROM ledger_accounts`);
     const idOf = (ownerId: string) => accounts.rows.find((row) => row.owner_id === ownerId)?.id ?? '';
     aliceAccountId = idOf(alice);
@@ -615,45 +612,69 @@ describe('ledger refusals by the database itself (raw SQL, bypassing ledger_post
 
   const insertTransaction = (client: Queryable, id: string) =>
     client.query(`INSERT INTO ledger_transactions (id, idempotency_key, request_hash, tx_type) VALUES ($1, $2, 'raw', 'RECONCILIATION')`, [id, `raw:${id}`]);
-  const insertEntry = (client: Queryable, transactionId: string, accountId: string, amountMinor: bigint, currency = 'BRL') =>
-    client.query(`INSERT INTO ledger_entries (transaction_id, account_id, bucket, currency, amount_minor) VALUES ($1, $2, 'AVAILABLE', $3, $4)`, [
-      transactionId,
-      accountId,
-      currency,
-      amountMinor.toString(),
-    ]);
+  const insertMovement = (client: Queryable, transactionId: string, amountMinor: bigint) =>
+    client.query(
+      `INSERT INTO ledger_movements (transaction_id, currency, amount_minor, debit_account, debit_bucket, credit_account, credit_bucket)
+       VALUES ($1, 'BRL', $2, $3, 'AVAILABLE', $4, 'AVAILABLE')`,
+      [transactionId, amountMinor.toString(), aliceAccountId, worldAccountId],
+    );
 
-  it.each([
-    { why: 'an unbalanced pair (+100, -99)', legs: [100n, -99n], currencies: ['BRL', 'BRL'] },
-    { why: 'a single entry', legs: [100n], currencies: ['BRL'] },
-    { why: 'a pair balanced only across currencies', legs: [100n, -100n], currencies: ['BRL', 'USD'] },
-  ])('refuses $why inserted directly: every INSERT passes, COMMIT fails with PL004, nothing persists', async ({ legs, currencies }) => {
+  it('refuses an entry written directly: entries are a view of the movements (55000)', async () => {
     const before = await counts(db.pool);
     const id = randomUUID();
     const outcome = await inTransaction([
       (client) => insertTransaction(client, id),
-      ...legs.map((amountMinor, i) => (client: Queryable) => insertEntry(client, id, i === 0 ? aliceAccountId : worldAccountId, amountMinor, currencies[i])),
+      (client) =>
+        client.query(`INSERT INTO ledger_entries (transaction_id, account_id, bucket, currency, amount_minor) VALUES ($1, $2, 'AVAILABLE', 'BRL', 100)`, [
+          id,
+          aliceAccountId,
+        ]),
     ]);
-    expect(outcome.failedAt).toBe('COMMIT');
-    expect(outcome.error?.code).toBe('PL004');
-    expect(outcome.error?.message).toBe('LEDGER_UNBALANCED');
+    expect(outcome.failedAt).toBe(1);
+    expect(outcome.error?.code).toBe('55000');
     expect(await counts(db.pool)).toEqual(before);
   });
 
-  it('accepts a balanced pair inserted directly (the trigger refuses only what is unbalanced)', async () => {
-    // Checked with SET CONSTRAINTS ... IMMEDIATE and rolled back, so the snapshots stay consistent.
+  it('balances whatever is written around the function: movements written directly leave every transaction balanced', async () => {
+    // Seen inside the writing transaction, then rolled back: the snapshots did not follow, and
+    // ledger verify says so, but no transaction is unbalanced, with one movement or three.
     const id = randomUUID();
     const client = await db.pool.connect();
     try {
       await client.query('BEGIN');
       await insertTransaction(client, id);
-      await insertEntry(client, id, aliceAccountId, 100n);
-      await insertEntry(client, id, worldAccountId, -100n);
-      await expect(client.query('SET CONSTRAINTS ledger_entries_balanced IMMEDIATE')).resolves.toBeDefined();
+      await insertMovement(client, id, 100n);
+      await insertMovement(client, depositId, 7n);
+      await insertMovement(client, depositId, 3n);
+      const sums = await client.query<{ transaction_id: string; total: string }>(
+        `SELECT transaction_id, sum(amount_minor)::text AS total FROM ledger_entries WHERE transaction_id = ANY ($1::uuid[]) GROUP BY 1`,
+        [[id, depositId]],
+      );
+      expect(sums.rows.map((row) => row.total)).toEqual(['0', '0']);
+      const kinds = new Set((await findViolations(client, 1000)).map((violation) => violation.kind));
+      expect(kinds.has('unbalanced_transaction')).toBe(false);
+      expect(kinds.has('snapshot_mismatch')).toBe(true);
     } finally {
       await client.query('ROLLBACK');
       client.release();
     }
+    expect(await findViolations(db.pool)).toEqual([]);
+  });
+
+  it.each([
+    { why: 'of zero', amount: 0n },
+    { why: 'below zero', amount: -5n },
+  ])('refuses an unfolded credit $why by its type (23514)', async ({ amount }) => {
+    const outcome = await inTransaction([
+      (client) =>
+        client.query(`INSERT INTO ledger_balance_credits (account_id, bucket, currency, amount_minor) VALUES ($1, 'AVAILABLE', 'BRL', $2)`, [
+          aliceAccountId,
+          amount.toString(),
+        ]),
+    ]);
+    expect(outcome.failedAt).toBe(0);
+    expect(outcome.error?.code).toBe('23514');
+    expect(await getBalances(db.pool, alice, 'BRL')).toMatchObject({ available: 1000n });
   });
 
   it('refuses a user snapshot set negative with the CHECK ledger_balances_user_non_negative (23514)', async () => {
@@ -687,13 +708,15 @@ describe('ledger refusals by the database itself (raw SQL, bypassing ledger_post
   });
 
   it.each([
-    { what: 'UPDATE of an entry amount', sql: `UPDATE ledger_entries SET amount_minor = amount_minor * 2 WHERE transaction_id = $1` },
-    { what: 'UPDATE of an entry bucket', sql: `UPDATE ledger_entries SET bucket = 'HELD' WHERE transaction_id = $1` },
-    { what: 'DELETE of entries', sql: `DELETE FROM ledger_entries WHERE transaction_id = $1` },
+    { what: 'UPDATE of a movement amount', sql: `UPDATE ledger_movements SET amount_minor = amount_minor * 2 WHERE transaction_id = $1` },
+    { what: 'UPDATE of a movement bucket', sql: `UPDATE ledger_movements SET credit_bucket = 'HELD' WHERE transaction_id = $1` },
+    { what: 'DELETE of movements', sql: `DELETE FROM ledger_movements WHERE transaction_id = $1` },
     { what: 'UPDATE of a transaction', sql: `UPDATE ledger_transactions SET tx_type = 'RECONCILIATION' WHERE id = $1` },
     { what: 'DELETE of a transaction', sql: `DELETE FROM ledger_transactions WHERE id = $1` },
-    { what: 'TRUNCATE of entries', sql: `TRUNCATE ledger_entries` },
+    { what: 'TRUNCATE of movements', sql: `TRUNCATE ledger_movements` },
     { what: 'TRUNCATE of transactions', sql: `TRUNCATE ledger_transactions CASCADE` },
+    { what: 'UPDATE of an unfolded credit', sql: `UPDATE ledger_balance_credits SET amount_minor = amount_minor + 1` },
+    { what: 'TRUNCATE of the unfolded credits', sql: `TRUNCATE ledger_balance_credits` },
   ])('refuses $what with PL006 LEDGER_APPEND_ONLY', async ({ sql }) => {
     const before = await counts(db.pool);
     const outcome = await inTransaction([(client) => client.query(sql, sql.includes('$1') ? [depositId] : [])]);

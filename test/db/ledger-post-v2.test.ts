@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postTransaction } from '../../db/ledger.ts';
+import { findViolations, postTransaction } from '../../db/ledger.ts';
 import { DomainError } from '../../src/errors.ts';
 import { moneyModel } from '../../src/ledger/money-model.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -48,16 +48,15 @@ describe('ledger_post v2', () => {
     expect(replay).toEqual({ transactionId: first.transactionId, created: false });
   });
 
-  it('refuses at COMMIT a ledger transaction written without entries', async () => {
+  it('ledger verify reports a ledger transaction written without movements (refused at COMMIT until migration 12)', async () => {
     const client = await db.pool.connect();
     try {
       await client.query('BEGIN');
-      await client.query(`INSERT INTO ledger_transactions (idempotency_key, request_hash, tx_type) VALUES ($1, 'h', 'DEPOSIT')`, [`raw:${randomUUID()}`]);
-      const error = await client.query('COMMIT').then(
-        () => null,
-        (e: unknown) => e as { code?: string },
-      );
-      expect(error?.code).toBe('PL004');
+      const tx = await client.query<{ id: string }>(`INSERT INTO ledger_transactions (idempotency_key, request_hash, tx_type) VALUES ($1, 'h', 'DEPOSIT') RETURNING id`, [
+        `raw:${randomUUID()}`,
+      ]);
+      const violations = await findViolations(client, 1000);
+      expect(violations).toContainEqual({ kind: 'transaction_without_entries', subject: tx.rows[0]?.id, detail: 'no movement' });
     } finally {
       await client.query('ROLLBACK').catch(() => {});
       client.release();

@@ -151,6 +151,7 @@ async function everything(): Promise<unknown> {
   const result = await h.t.db.pool.query<{ state: unknown }>(
     `SELECT json_build_object(
        'balances', (SELECT json_agg(b ORDER BY b.account_id, b.bucket, b.currency) FROM ledger_balances b),
+       'credits', (SELECT json_agg(c ORDER BY c.id) FROM ledger_balance_credits c),
        'transactions', (SELECT count(*) FROM ledger_transactions),
        'plcs', (SELECT json_agg(json_build_object('t', p.token_id, 's', p.status, 'r', p.redemption_id) ORDER BY p.token_id) FROM plcs p),
        'charges', (SELECT json_agg(json_build_object('id', c.id, 's', c.status) ORDER BY c.id) FROM charges c),

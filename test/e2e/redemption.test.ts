@@ -5,6 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { temporalCliJson } from '../support/temporal-cli.ts';
 import { findViolations } from '../../db/ledger.ts';
+import { snapshotOf } from '../support/ledger.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 import type { Plc } from '../../src/protocol/index.ts';
@@ -77,11 +78,7 @@ describe('redemption through the gateway', () => {
     expect(await h.t.temporal.workflow.getHandle(`plc-${plc0.commitment.tokenId}`).result()).toMatchObject({ status: 'REDEEMED' });
     expect(await balance(d)).toMatchObject({ available: '0.00', pending: '0.00' });
     expect(await balance(a)).toMatchObject({ available: '75.00', promised: '0.00' });
-    const world = await h.t.db.pool.query(
-      `SELECT b.amount_minor FROM ledger_balances b JOIN ledger_accounts a ON a.id = b.account_id
-        WHERE a.owner_id = 'system:world' AND b.bucket = 'AVAILABLE' AND b.currency = 'BRL'`,
-    );
-    expect(world.rows[0].amount_minor).toBe(-10000n + 2500n);
+    expect(await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')).toBe(-10000n + 2500n);
     const transfers = h.simulator.state.snapshot(100).transfers.filter((tr) => tr.externalReference === opened.redemption_id);
     expect(transfers).toHaveLength(1);
     expect(transfers[0]).toMatchObject({ status: 'DONE' });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postTransaction } from '../../db/ledger.ts';
 import { moneyModel } from '../../src/ledger/money-model.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { setSnapshot, snapshotOf } from '../support/ledger.ts';
 
 /**
  * `npm run ledger -- verify|stats` as an operator runs it: a separate Node process on a
@@ -55,10 +56,8 @@ describe('ledger CLI', () => {
   });
 
   it('verify exits 1 and lists each violation once a snapshot is corrupted', async () => {
-    await db.pool.query(
-      `UPDATE ledger_balances SET amount_minor = amount_minor + 5
-        WHERE account_id = (SELECT id FROM ledger_accounts WHERE owner_id = 'system:world') AND bucket = 'AVAILABLE'`,
-    );
+    const world = (await snapshotOf(db.pool, 'system:world', 'AVAILABLE')) ?? 0n;
+    await setSnapshot(db.pool, 'system:world', 'AVAILABLE', 'BRL', world + 5n);
     const result = await runCli(['verify'], { DATABASE_URL: db.url });
     expect(result.code).toBe(1);
     expect(result.stdout).toContain('1 violation(s):');

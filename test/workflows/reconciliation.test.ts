@@ -11,6 +11,7 @@ import { createWorker } from '../../worker/create-worker.ts';
 import { reconciliationWorkflow } from '../../workflows/reconciliation.ts';
 import { businessStatusKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { insertRawTransaction, setSnapshot, snapshotOf } from '../support/ledger.ts';
 import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
 
 /**
@@ -37,32 +38,17 @@ async function breakOwners(prefix: string, count: number): Promise<string[]> {
     const posting = moneyModel.deposit({ ownerId, currency: 'BRL', amountMinor: 100n });
     await postTransaction(t.db.pool, { idempotencyKey: `wf-deposit-${ownerId}`, txType: posting.txType, entries: posting.entries });
   }
-  const client = await t.db.pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SET LOCAL session_replication_role = replica');
-    for (const ownerId of owners) {
-      await client.query(
-        `WITH t AS (INSERT INTO ledger_transactions (idempotency_key, request_hash, tx_type, description)
-                    VALUES ($2, 'raw', 'DEPOSIT', 'damage made by a test') RETURNING id)
-         INSERT INTO ledger_entries (transaction_id, account_id, bucket, currency, amount_minor)
-         SELECT t.id, a.id, 'AVAILABLE', 'BRL', CASE WHEN a.kind = 'user' THEN -300 ELSE 300 END
-           FROM t, ledger_accounts a WHERE a.owner_id IN ($1, 'system:world')`,
-        [ownerId, `raw-${ownerId}`],
-      );
-    }
-    await client.query(
-      `UPDATE ledger_balances SET amount_minor = amount_minor + $1
-        WHERE account_id = (SELECT id FROM ledger_accounts WHERE owner_id = 'system:world') AND bucket = 'AVAILABLE' AND currency = 'BRL'`,
-      [(300 * count).toString()],
+  // 3.00 from each owner's AVAILABLE to the world's, behind the ledger's back; the world's
+  // snapshot is moved to match (so only the user buckets are wrong).
+  for (const ownerId of owners) {
+    await insertRawTransaction(
+      t.db.pool,
+      [{ from: { ownerId, bucket: 'AVAILABLE' }, to: { ownerId: 'system:world', bucket: 'AVAILABLE' }, currency: 'BRL', amountMinor: 300n }],
+      `raw-${ownerId}`,
     );
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK');
-    throw error;
-  } finally {
-    client.release();
   }
+  const world = (await snapshotOf(t.db.pool, 'system:world', 'AVAILABLE')) ?? 0n;
+  await setSnapshot(t.db.pool, 'system:world', 'AVAILABLE', 'BRL', world + BigInt(300 * count));
   return owners;
 }
 
