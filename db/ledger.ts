@@ -173,8 +173,9 @@ export function findAccountById(db: Queryable, accountId: string): Promise<Accou
 export async function getBalances(db: Queryable, ownerId: string, currency: Currency): Promise<BucketBalances> {
   const rows = await many(db, balanceRow, {
     name: 'ledger-balances-of-owner',
-    text: `SELECT b.bucket, b.amount_minor FROM ledger_bucket_balances b JOIN ledger_accounts a ON a.id = b.account_id
-            WHERE a.owner_id = $1 AND b.currency = $2`,
+    // The account id as a value (not a join), so the filter reaches the view's index scans.
+    text: `SELECT b.bucket, b.amount_minor FROM ledger_bucket_balances b
+            WHERE b.account_id = (SELECT a.id FROM ledger_accounts a WHERE a.owner_id = $1) AND b.currency = $2`,
     values: [ownerId, currency],
   });
   const result: BucketBalances = { available: 0n, held: 0n, pending: 0n, promised: 0n };
@@ -233,7 +234,7 @@ export function listOwnerTransactions(
     text: `SELECT t.id, t.seq, t.tx_type, t.reference_type, t.reference_id, t.description, t.created_at, ${entriesJson}
              FROM ledger_transactions t
             WHERE t.id IN (SELECT DISTINCT e.transaction_id FROM ledger_entries e
-                            JOIN ledger_accounts a ON a.id = e.account_id WHERE a.owner_id = $1)
+                            WHERE e.account_id = (SELECT a.id FROM ledger_accounts a WHERE a.owner_id = $1))
             ORDER BY t.seq DESC LIMIT $2 OFFSET $3`,
     values: [ownerId, page.limit, page.offset],
   });
