@@ -22,6 +22,10 @@
  * AVAILABLE rows every other posting also touches, the worst case for row contention in "hot".
  * The tx type is RECONCILIATION (the one type with no fixed legs).
  *
+ * After each round's scenarios, `pgbench` TPC-B-like with 8 clients runs on the same database (the
+ * issue's yardstick for this machine: about 4,500 tps where the targets were set): the spread target
+ * is also checked scaled to this machine, spread / pgbench >= 3,000 / 4,500, beside the absolute one.
+ *
  * The scenarios run in rounds (spread, hot, baseline, baseline-4rt, then again), so that a change
  * in whatever else the machine runs hits every scenario alike. The table shows, per scenario, the
  * round with the median throughput; each ratio is computed round by round and the median of the
@@ -43,6 +47,7 @@ import { applyMigrations } from '../db/migrate.ts';
 import { createPool, withTransaction, type PoolClient } from '../db/pool.ts';
 import { moneyModel, type Entry } from '../src/ledger/money-model.ts';
 import { ownCpuMs, processesCpuMs } from './support/cpu.ts';
+import { pgbenchInit, pgbenchTablesDrop, pgbenchTpcb, referencePgbenchTps, type PgbenchRun } from './support/pgbench.ts';
 import { formatNumber, formatTable, machineInfo } from './support/report.ts';
 import { runClosedLoop, type ClosedLoopResult } from './support/timing.ts';
 
@@ -140,8 +145,9 @@ async function run(admin: pg.Client, signal: AbortSignal): Promise<void> {
     const applied = await applyMigrations(pool);
     log(`migrations applied: ${applied.join(', ')}`);
 
-    // Seed: every account gets 100,000,000.00 BRL AVAILABLE through ordinary deposits, so the
-    // snapshot rows exist and no posting in the run can be refused for funds.
+    // Seed: every account gets 100,000,000.00 BRL AVAILABLE through ordinary deposits, so no
+    // posting in the run can be refused for funds. A deposit is a credit beside the account's
+    // row; each account's first debit folds it into the row, during the warm-up.
     const spreadOwners = Array.from({ length: spreadCount }, (_, i) => `bench-s${String(i).padStart(5, '0')}`);
     const hotOwners = Array.from({ length: hotCount }, (_, i) => `bench-h${String(i).padStart(3, '0')}`);
     const seedStarted = performance.now();
@@ -246,6 +252,10 @@ async function run(admin: pg.Client, signal: AbortSignal): Promise<void> {
       { name: 'baseline', operation: () => baselineOneTrip },
       { name: 'baseline-4rt', operation: () => baselineFourTrips },
     ] as const;
+    // The machine's yardstick, in every round beside the scenarios: pgbench TPC-B-like, 8 clients.
+    const pgbench = await pgbenchInit(benchUrl.toString());
+    if (!pgbench) log('pgbench is not installed: no machine-scaled targets in this run');
+    const pgbenchRuns: PgbenchRun[] = [];
     const rounds: Record<(typeof scenarios)[number]['name'], ClosedLoopResult>[] = [];
     for (let round = 1; round <= roundCount; round += 1) {
       const results: Partial<Record<(typeof scenarios)[number]['name'], ClosedLoopResult>> = {};
@@ -253,7 +263,14 @@ async function run(admin: pg.Client, signal: AbortSignal): Promise<void> {
         results[name] = await scenario(roundCount === 1 ? name : `${name} (round ${round})`, operation());
       }
       rounds.push(results as Record<(typeof scenarios)[number]['name'], ClosedLoopResult>);
+      if (pgbench) {
+        signal.throwIfAborted();
+        const calibration = await pgbenchTpcb(benchUrl.toString(), { clients: 8, durationS: durationS });
+        pgbenchRuns.push(calibration);
+        log(`\npgbench TPC-B-like (round ${round}): 8 clients, ${durationS} s: ${formatNumber(calibration.tps)} tps`);
+      }
     }
+    if (pgbench) await pool.query(pgbenchTablesDrop);
     const median = (values: number[]) => {
       const sorted = [...values].sort((a, b) => a - b);
       return sorted[Math.floor((sorted.length - 1) / 2)] as number;
@@ -270,17 +287,22 @@ async function run(admin: pg.Client, signal: AbortSignal): Promise<void> {
     const hotOverSpread = median(rounds.map((round) => round.hot.perSecond / round.spread.perSecond));
     const spreadOverBaseline = median(rounds.map((round) => round.spread.perSecond / round.baseline.perSecond));
     const spreadOverBaseline4 = median(rounds.map((round) => round.spread.perSecond / round['baseline-4rt'].perSecond));
+    // Spread against pgbench, round by round: the absolute target scaled to this machine is met
+    // when spread / pgbench >= target / reference.
+    const spreadOverPgbench = pgbenchRuns.length === rounds.length ? median(rounds.map((round, i) => round.spread.perSecond / (pgbenchRuns[i] as PgbenchRun).tps)) : null;
+    const pgbenchTps = pgbenchRuns.length > 0 ? median(pgbenchRuns.map((calibration) => calibration.tps)) : null;
     if (roundCount > 1) {
       log('\nper round (postings or transactions per second)');
       log(
         formatTable(
-          ['round', 'spread', 'hot', 'baseline', 'baseline-4rt', 'hot / spread', 'spread / baseline'],
+          ['round', 'spread', 'hot', 'baseline', 'baseline-4rt', 'pgbench tps', 'hot / spread', 'spread / baseline'],
           rounds.map((round, index) => [
             String(index + 1),
             formatNumber(round.spread.perSecond),
             formatNumber(round.hot.perSecond),
             formatNumber(round.baseline.perSecond),
             formatNumber(round['baseline-4rt'].perSecond),
+            pgbenchRuns[index] === undefined ? 'n/a' : formatNumber((pgbenchRuns[index] as PgbenchRun).tps),
             `${((round.hot.perSecond / round.spread.perSecond) * 100).toFixed(0)}%`,
             `${((round.spread.perSecond / round.baseline.perSecond) * 100).toFixed(0)}%`,
           ]),
@@ -317,6 +339,16 @@ async function run(admin: pg.Client, signal: AbortSignal): Promise<void> {
         ['check', 'value', 'target', 'verdict'],
         [
           ['spread postings/s', formatNumber(spread.perSecond), `>= ${formatNumber(targets.spreadPerSecond)}`, verdict(spread.perSecond >= targets.spreadPerSecond)],
+          ...(spreadOverPgbench === null || pgbenchTps === null
+            ? []
+            : [
+                [
+                  `spread, machine-scaled (pgbench ${formatNumber(pgbenchTps)} tps here, ${formatNumber(referencePgbenchTps)} on the reference)`,
+                  `${formatNumber(spreadOverPgbench * pgbenchTps)} (${formatNumber(spreadOverPgbench, 2)}x pgbench)`,
+                  `>= ${formatNumber((targets.spreadPerSecond * pgbenchTps) / referencePgbenchTps)} (${formatNumber(targets.spreadPerSecond / referencePgbenchTps, 2)}x)`,
+                  verdict(spreadOverPgbench >= targets.spreadPerSecond / referencePgbenchTps),
+                ],
+              ]),
           ['hot / spread', `${(hotOverSpread * 100).toFixed(0)}%`, `>= ${targets.hotOverSpread * 100}%`, verdict(hotOverSpread >= targets.hotOverSpread)],
           [
             'spread / baseline',
