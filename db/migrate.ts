@@ -30,9 +30,10 @@ export async function countMigrationFiles(): Promise<number> {
 
 /** How many migrations the database has applied; 0 when the bookkeeping table does not exist. */
 export async function countAppliedMigrations(pool: Pool): Promise<number> {
-  const result = await pool.query<{ count: string }>(
-    `SELECT CASE WHEN to_regclass('public.migrations') IS NULL THEN 0
-            ELSE (SELECT count(*) FROM migrations) END::text AS count`,
-  );
+  // Two statements: a statement naming a table that does not exist fails when it is parsed,
+  // whatever branch would have run.
+  const exists = await pool.query<{ present: boolean }>(`SELECT to_regclass('public.migrations') IS NOT NULL AS present`);
+  if (exists.rows[0]?.present !== true) return 0;
+  const result = await pool.query<{ count: string }>('SELECT count(*)::text AS count FROM migrations');
   return Number(result.rows[0]?.count ?? 0);
 }

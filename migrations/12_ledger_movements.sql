@@ -36,7 +36,8 @@
 --   reports both.
 --
 -- Operators: the conversion reads every entry and rewrites the ledger under an exclusive lock; on
--- a large ledger, apply it in a maintenance window.
+-- a large ledger, apply it in a maintenance window (`npm run migrate`) before starting the new
+-- version.
 
 LOCK TABLE ledger_transactions, ledger_entries, ledger_balances, ledger_accounts IN ACCESS EXCLUSIVE MODE;
 
