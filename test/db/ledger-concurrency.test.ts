@@ -258,4 +258,32 @@ describe('ledger concurrency: no deadlock whatever the order of the legs', () =>
     expect(await getBalances(pool, holder, 'BRL')).toMatchObject({ available: 1_000n - 100n + 39n });
     expect(await findViolations(pool)).toEqual([]);
   });
+
+  it('folding races postings: 300 transfers among 6 owners while their credits are folded over and over, every cent accounted for', async () => {
+    const ring = Array.from({ length: 6 }, (_, i) => owner(`fold${i}`));
+    for (const ownerId of ring) {
+      await postTransaction(pool, { idempotencyKey: `conc:${randomUUID()}`, ...moneyModel.deposit({ ownerId, currency: 'BRL', amountMinor: 5_000n }) });
+    }
+    let folding = true;
+    const folder = (async () => {
+      let folds = 0;
+      while (folding) {
+        // What the reconcile tools do before they rewrite rows: lock in order, fold every credit.
+        await pool.query(`SELECT ledger_lock_snapshots(array_agg(id), false) FROM ledger_accounts WHERE owner_id = ANY ($1)`, [ring]);
+        folds += 1;
+      }
+      return folds;
+    })();
+    const postings = Array.from({ length: 300 }, (_, i) => transfer(ring[i % 6] as string, ring[(i * 5 + 1) % 6] as string, BigInt(1 + (i % 7))));
+    const outcomes = await Promise.all(postings.map(attempt));
+    folding = false;
+    expect(await folder).toBeGreaterThan(0);
+    expect(tally(outcomes)).toEqual({ ok: 300, insufficient: 0, otherRefusals: [], failures: [] });
+    const expected = new Map(ring.map((ownerId) => [ownerId, 5_000n]));
+    for (const posting of postings) {
+      for (const entry of posting.entries) expected.set(entry.ownerId, (expected.get(entry.ownerId) ?? 0n) + entry.amountMinor);
+    }
+    for (const ownerId of ring) expect((await getBalances(pool, ownerId, 'BRL')).available).toBe(expected.get(ownerId));
+    expect(await findViolations(pool)).toEqual([]);
+  });
 });
