@@ -64,6 +64,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       pollMs: options.deps.config.PLC_STATUS_POLL_MS,
       batchSize: options.deps.config.PLC_STATUS_BATCH,
       maxPerSecond: options.deps.config.PLC_STATUS_MAX_PER_SECOND,
+      whenBusy: { utilization: options.deps.config.PLC_STATUS_YIELD_UTILIZATION, perSecond: options.deps.config.PLC_STATUS_BUSY_PER_SECOND },
     });
   });
   app.addHook('onClose', async () => {

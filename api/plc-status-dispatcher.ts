@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../db/pool.ts';
 import { claimDueStatuses, completeStatus, failStatus, type OutboxRow } from '../db/plc-status-outbox.ts';
@@ -27,13 +28,21 @@ export interface PlcStatusDispatcherOptions {
    * take the CPU the requests need: under a burst the outbox grows and drains afterwards.
    */
   maxPerSecond?: number;
+  /**
+   * While this process is busy (its event loop at least `utilization` busy since the last poll,
+   * 0 to 1), at most `perSecond` signals per second: the requests get the CPU, the outbox grows
+   * and drains when the load falls. Nothing is dropped; a row only waits longer.
+   */
+  whenBusy?: { utilization: number; perSecond: number };
+  /** The event loop's utilization since the previous call (injected by tests). */
+  utilizationSinceLastCall?: () => number;
   /** How long a claimed row stays hidden from other dispatchers. */
   leaseMs?: number;
 }
 
 export interface PlcStatusDispatcher {
-  /** One poll: claims due rows and delivers them; resolves with how many were claimed. */
-  drainOnce(): Promise<number>;
+  /** One poll: claims due rows (at most `limit`, the batch size by default) and delivers them; resolves with how many were claimed. */
+  drainOnce(limit?: number): Promise<number>;
   /** Stops polling; waits for the poll in flight, at most 2 s. */
   stop(): Promise<void>;
 }
@@ -58,6 +67,7 @@ export function pauseAfterPollMs(poll: { claimed: number; elapsedMs: number; bat
 export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): PlcStatusDispatcher {
   const leaseMs = options.leaseMs ?? 30_000;
   const maxPerSecond = options.maxPerSecond ?? Number.POSITIVE_INFINITY;
+  const utilization = options.utilizationSinceLastCall ?? eventLoopUtilizationMeter();
   let stopped = false;
   let wake: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -79,8 +89,8 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
     }
   };
 
-  const drainOnce = async (): Promise<number> => {
-    const rows = await claimDueStatuses(options.pool, options.batchSize, leaseMs);
+  const drainOnce = async (limit = options.batchSize): Promise<number> => {
+    const rows = await claimDueStatuses(options.pool, limit, leaseMs);
     await Promise.all(rows.map((row) => deliver(row).catch((error: unknown) => options.log.warn({ err: error, token_id: row.token_id }, 'outbox bookkeeping failed'))));
     return rows.length;
   };
@@ -96,14 +106,18 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
   const loop = (async () => {
     while (!stopped) {
       const started = Date.now();
+      // Busy: one row per poll, so that the pause after it is short and the rate follows the load.
+      const busy = options.whenBusy !== undefined && utilization() >= options.whenBusy.utilization;
+      const rate = busy && options.whenBusy !== undefined ? Math.min(maxPerSecond, options.whenBusy.perSecond) : maxPerSecond;
+      const batchSize = busy ? 1 : options.batchSize;
       let claimed = 0;
       try {
-        claimed = await drainOnce();
+        claimed = await drainOnce(batchSize);
       } catch (error) {
         if (!stopped) options.log.warn({ err: error }, 'PLC status outbox poll failed');
       }
       if (stopped) break;
-      const waitMs = pauseAfterPollMs({ claimed, elapsedMs: Date.now() - started, batchSize: options.batchSize, pollMs: options.pollMs, maxPerSecond });
+      const waitMs = pauseAfterPollMs({ claimed, elapsedMs: Date.now() - started, batchSize, pollMs: options.pollMs, maxPerSecond: rate });
       if (waitMs > 0) await pause(waitMs);
     }
   })();
@@ -120,5 +134,16 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
       await Promise.race([loop, new Promise<void>((resolve) => (bound = setTimeout(resolve, stopWaitMs)))]);
       clearTimeout(bound);
     },
+  };
+}
+
+/** Event-loop utilization (0 to 1) between successive calls. */
+export function eventLoopUtilizationMeter(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const since = performance.eventLoopUtilization(now, last);
+    last = now;
+    return since.utilization;
   };
 }

@@ -6,6 +6,7 @@ import { plcStatuses, type PlcStatus } from '../src/plc/lifecycle.ts';
 import type { Currency } from '../src/money/currency.ts';
 import type { KnownRecord, RegistrationDecision } from '../src/plc/register-transfers.ts';
 import { postingLegs, postTransaction, toLedgerError } from './ledger.ts';
+import { createGroupCommit } from './group-commit.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
 
@@ -304,7 +305,7 @@ export async function getPlcWithChain(db: Queryable, tokenId: string): Promise<P
  */
 export async function appendTransfersIfUnchanged(
   db: Queryable,
-  read: PlcRow,
+  read: Pick<PlcRow, 'token_id' | 'status' | 'chain_length' | 'head_hash'>,
   decision: Extract<RegistrationDecision, { kind: 'extend' }>,
   deviceId: string,
 ): Promise<PlcRow | null> {
@@ -352,6 +353,146 @@ export async function appendTransfersIfUnchanged(
       read.status === 'ISSUED',
     ],
   });
+}
+
+/** What an append changes: the PLC's head after it (the transfer route's answer). */
+export const plcHeadRow = z.object({
+  token_id: z.string().uuid(),
+  status: z.enum(plcStatuses),
+  chain_length: z.number().int(),
+  head_hash: z.string(),
+  bearer_pubkey: z.string(),
+});
+export type PlcHead = z.infer<typeof plcHeadRow>;
+
+/** One PLC's append in a batch: the head it was decided against, and the decision. */
+export interface PendingAppend {
+  read: { token_id: string; status: PlcStatus; chain_length: number; head_hash: string };
+  decision: Extract<RegistrationDecision, { kind: 'extend' }>;
+  deviceId: string;
+}
+
+/**
+ * `appendTransfersIfUnchanged` for several PLCs in one statement (group commit, see
+ * db/group-commit.ts): each PLC's compare-and-set, records and first-hop outbox row, exactly as
+ * the one-PLC statement does them. Answers per item, in order: the new head, or null where the
+ * PLC was not as read. The items must name distinct PLCs. A constraint violation by any item
+ * (a competing fork or nonce got in first) fails the whole statement: the caller then runs the
+ * items one by one to tell which. PLC rows are locked in token order, so two batches that share
+ * PLCs cannot deadlock.
+ */
+export async function appendTransfersBatch(db: Queryable, items: readonly PendingAppend[]): Promise<(PlcHead | null)[]> {
+  const records = items.flatMap((item) => item.decision.records.map((record) => ({ tokenId: item.read.token_id, deviceId: item.deviceId, record })));
+  const heads = await many(db, plcHeadRow, {
+    name: 'plc-transfer-append-batch',
+    prepare: true,
+    text: `WITH wanted AS (
+             SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::text[], $7::boolean[])
+                      AS w(token_id, read_length, read_head, chain_length, head_hash, bearer_pubkey, first_hop)
+           ), locked AS (
+             SELECT p.token_id FROM plcs p JOIN wanted w USING (token_id)
+              WHERE p.chain_length = w.read_length AND p.head_hash = w.read_head
+                AND p.status IN ('ISSUED', 'TRANSFERRED') AND p.redemption_id IS NULL
+              ORDER BY p.token_id
+                FOR UPDATE OF p
+           ), advanced AS (
+             UPDATE plcs p SET status = 'TRANSFERRED', chain_length = w.chain_length, head_hash = w.head_hash, bearer_pubkey = w.bearer_pubkey,
+                    status_changed_at = CASE WHEN p.status = 'TRANSFERRED' THEN p.status_changed_at ELSE now() END
+               FROM wanted w JOIN locked l USING (token_id)
+              WHERE p.token_id = w.token_id AND p.chain_length = w.read_length AND p.head_hash = w.read_head
+                AND p.status IN ('ISSUED', 'TRANSFERRED') AND p.redemption_id IS NULL
+             RETURNING p.token_id, p.status, p.chain_length, p.head_hash, p.bearer_pubkey, w.first_hop
+           ), stored AS (
+             INSERT INTO plc_transfers (token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash,
+                                        signature, record_hash, device_id)
+             SELECT r.token_id, r.position, r.sender, r.recipient, r.ts, r.nonce, r.prev, r.sig, r.hash, r.device_id
+               FROM unnest($8::uuid[], $9::int[], $10::text[], $11::text[], $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[])
+                      AS r(token_id, position, sender, recipient, ts, nonce, prev, sig, hash, device_id)
+               JOIN advanced a USING (token_id)
+           ), queued AS (
+             INSERT INTO plc_status_outbox (token_id, status, chain_length)
+             SELECT a.token_id, a.status, a.chain_length FROM advanced a WHERE a.first_hop
+             ON CONFLICT (token_id) DO UPDATE SET status = EXCLUDED.status, chain_length = EXCLUDED.chain_length,
+                                                  enqueued_at = now(), revision = plc_status_outbox.revision + 1,
+                                                  attempts = 0, next_attempt_at = now()
+           )
+           SELECT token_id, status, chain_length, head_hash, bearer_pubkey FROM advanced`,
+    values: [
+      items.map((item) => item.read.token_id),
+      items.map((item) => item.read.chain_length),
+      items.map((item) => item.read.head_hash),
+      items.map((item) => item.decision.chainLength),
+      items.map((item) => item.decision.headHash),
+      items.map((item) => item.decision.bearerPubkey),
+      items.map((item) => item.read.status === 'ISSUED'),
+      records.map((r) => r.tokenId),
+      records.map((r) => r.record.position),
+      records.map((r) => r.record.senderPubkey),
+      records.map((r) => r.record.recipientPubkey),
+      records.map((r) => r.record.timestampMs),
+      records.map((r) => r.record.nonce),
+      records.map((r) => r.record.prevHash),
+      records.map((r) => r.record.signature),
+      records.map((r) => r.record.recordHash),
+      records.map((r) => r.deviceId),
+    ],
+  });
+  const byToken = new Map(heads.map((head) => [head.token_id, head]));
+  return items.map((item) => byToken.get(item.read.token_id) ?? null);
+}
+
+export interface TransferAppender {
+  /** The new head, or null when the PLC was not as read; a constraint violation is thrown as it came. */
+  append(item: PendingAppend): Promise<PlcHead | null>;
+}
+
+/**
+ * The transfer route's writes, group-committed: appends that arrive together go in one
+ * `appendTransfersBatch` statement. Two appends for one PLC never share a statement (the second
+ * goes after the first, alone); if a batch fails on a constraint or a deadlock, its items are
+ * run one by one, so each gets its own answer.
+ */
+export function createTransferAppender(pool: Pool, options: { maxBatch: number; inFlightMax: number }): TransferAppender {
+  const one = async (item: PendingAppend): Promise<PlcHead | null | Error> => {
+    try {
+      const row = await appendTransfersIfUnchanged(pool, item.read, item.decision, item.deviceId);
+      return row === null ? null : { token_id: row.token_id, status: row.status, chain_length: row.chain_length, head_hash: row.head_hash, bearer_pubkey: row.bearer_pubkey };
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error));
+    }
+  };
+  const group = createGroupCommit<PendingAppend, PlcHead | null>(
+    async (items) => {
+      const seen = new Set<string>();
+      const first: number[] = [];
+      const later: number[] = [];
+      items.forEach((item, index) => {
+        if (seen.has(item.read.token_id)) later.push(index);
+        else {
+          seen.add(item.read.token_id);
+          first.push(index);
+        }
+      });
+      const answers: (PlcHead | null | Error)[] = new Array(items.length);
+      if (first.length === 1) {
+        const index = first[0] as number;
+        answers[index] = await one(items[index] as PendingAppend);
+      } else {
+        try {
+          const heads = await appendTransfersBatch(pool, first.map((index) => items[index] as PendingAppend));
+          first.forEach((index, k) => (answers[index] = heads[k] ?? null));
+        } catch (error) {
+          const code = (error as Partial<DatabaseError>).code;
+          if (code !== '23505' && code !== '40P01') throw error;
+          for (const index of first) answers[index] = await one(items[index] as PendingAppend);
+        }
+      }
+      for (const index of later) answers[index] = await one(items[index] as PendingAppend);
+      return answers;
+    },
+    options,
+  );
+  return { append: (item) => group.submit(item) };
 }
 
 /** Stores verified transfer records at their positions (the chain's one-successor and nonce constraints apply). */

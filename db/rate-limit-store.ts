@@ -1,9 +1,13 @@
+import { createGroupCommit } from './group-commit.ts';
 import type { Pool } from './pool.ts';
 
 /**
  * A fixed-window counter store for @fastify/rate-limit kept in PostgreSQL, so every API replica
  * counts against the same windows (an in-memory store would give each replica its own limit).
- * One statement per request: an upsert that starts a new window when the old one has ended.
+ * The counts of the requests that arrive together are added in one upsert (group commit, see
+ * db/group-commit.ts): one statement per batch, which starts a new window for a key whose old
+ * one has ended. Each request of a batch gets its own position in the count, so a limit of N
+ * lets exactly N requests through per window however they were batched.
  */
 
 interface IncrResult {
@@ -15,36 +19,77 @@ type Callback = (error: Error | null, result?: IncrResult) => void;
 const pruneEveryCalls = 500;
 const pruneBatchMax = 1000;
 
-export function createPgRateLimitStore(pool: Pool) {
+interface Increment {
+  key: string;
+  windowMs: number;
+}
+
+export interface PgRateLimitStoreOptions {
+  /** Increments per statement at most. */
+  maxBatch?: number;
+  /** Statements running at once at most. */
+  inFlightMax?: number;
+}
+
+/**
+ * Counts per key in first-seen order: what one upsert adds. A key is one route's (its prefix),
+ * so its window is the same in every increment; the first one seen is used.
+ */
+export function tallyIncrements(items: readonly Increment[]): { key: string; windowMs: number; count: number }[] {
+  const tally = new Map<string, { key: string; windowMs: number; count: number }>();
+  for (const item of items) {
+    const entry = tally.get(item.key);
+    if (entry === undefined) tally.set(item.key, { key: item.key, windowMs: item.windowMs, count: 1 });
+    else entry.count += 1;
+  }
+  return [...tally.values()];
+}
+
+export function createPgRateLimitStore(pool: Pool, options: PgRateLimitStoreOptions = {}) {
   let calls = 0;
 
-  async function increment(key: string, timeWindowMs: number): Promise<IncrResult> {
-    const result = await pool.query<{ hits: number; ttl_ms: string }>({
-      name: 'rate-limit-incr',
-      text: `INSERT INTO rate_limit_counters AS c (key, hits, reset_at)
-             VALUES ($1, 1, clock_timestamp() + make_interval(secs => $2::double precision / 1000))
-             ON CONFLICT (key) DO UPDATE SET
-               hits = CASE WHEN c.reset_at <= clock_timestamp() THEN 1 ELSE c.hits + 1 END,
-               reset_at = CASE WHEN c.reset_at <= clock_timestamp()
-                               THEN clock_timestamp() + make_interval(secs => $2::double precision / 1000)
-                               ELSE c.reset_at END
-             RETURNING hits, ceil(extract(epoch FROM (reset_at - clock_timestamp())) * 1000)::text AS ttl_ms`,
-      values: [key, timeWindowMs],
-    });
-    const row = result.rows[0];
-    if (row === undefined) throw new Error('rate limit upsert returned no row');
-    calls += 1;
-    if (calls % pruneEveryCalls === 0) {
-      // Expired windows are dead weight; drop a bounded batch now and then.
-      void pool
-        .query(
-          `DELETE FROM rate_limit_counters WHERE key IN (
-             SELECT key FROM rate_limit_counters WHERE reset_at < clock_timestamp() LIMIT ${pruneBatchMax})`,
-        )
-        .catch(() => {});
-    }
-    return { current: row.hits, ttl: Math.max(0, Number(row.ttl_ms)) };
-  }
+  const counter = createGroupCommit<Increment, IncrResult>(
+    async (items) => {
+      const tally = tallyIncrements(items);
+      // Keys sorted, so that two replicas' batches lock the counters in the same order.
+      const result = await pool.query<{ key: string; hits: number; ttl_ms: string }>({
+        name: 'rate-limit-incr-batch',
+        text: `INSERT INTO rate_limit_counters AS c (key, hits, reset_at)
+               SELECT i.key, i.n, clock_timestamp() + make_interval(secs => i.window_ms / 1000)
+                 FROM unnest($1::text[], $2::int[], $3::double precision[]) AS i(key, n, window_ms)
+                ORDER BY i.key
+               ON CONFLICT (key) DO UPDATE SET
+                 hits = CASE WHEN c.reset_at <= clock_timestamp() THEN EXCLUDED.hits ELSE c.hits + EXCLUDED.hits END,
+                 reset_at = CASE WHEN c.reset_at <= clock_timestamp() THEN EXCLUDED.reset_at ELSE c.reset_at END
+               RETURNING key, hits, ceil(extract(epoch FROM (reset_at - clock_timestamp())) * 1000)::text AS ttl_ms`,
+        values: [tally.map((t) => t.key), tally.map((t) => t.count), tally.map((t) => t.windowMs)],
+      });
+      const after = new Map(result.rows.map((row) => [row.key, row]));
+      // The batch's requests for one key take the last `count` positions of its new total, in order.
+      const next = new Map(tally.map((t) => [t.key, (after.get(t.key)?.hits ?? 0) - t.count + 1]));
+      calls += items.length;
+      if (calls >= pruneEveryCalls) {
+        calls = 0;
+        // Expired windows are dead weight; drop a bounded batch now and then.
+        void pool
+          .query(
+            `DELETE FROM rate_limit_counters WHERE key IN (
+               SELECT key FROM rate_limit_counters WHERE reset_at < clock_timestamp() LIMIT ${pruneBatchMax})`,
+          )
+          .catch(() => {});
+      }
+      return items.map((item) => {
+        const row = after.get(item.key);
+        if (row === undefined) return new Error('rate limit upsert returned no row for a key');
+        const current = next.get(item.key) as number;
+        next.set(item.key, current + 1);
+        return { current, ttl: Math.max(0, Number(row.ttl_ms)) };
+      });
+    },
+    { maxBatch: options.maxBatch ?? 256, inFlightMax: options.inFlightMax ?? 2 },
+  );
+
+  const increment = (key: string, timeWindowMs: number): Promise<IncrResult> => counter.submit({ key, windowMs: timeWindowMs });
 
   return class PgRateLimitStore {
     private readonly prefix: string;

@@ -65,6 +65,15 @@ export const configSchema = z
     PLC_STATUS_BATCH: z.coerce.number().int().min(1).max(500).default(16),
     /** Signals per second per API process at most, so that mirroring statuses never starves requests. */
     PLC_STATUS_MAX_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(20),
+    /**
+     * While this process's event loop is at least PLC_STATUS_YIELD_UTILIZATION busy (0 to 1), the
+     * dispatcher sends at most PLC_STATUS_BUSY_PER_SECOND signals per second: requests first, and
+     * the outbox drains when the load falls.
+     */
+    PLC_STATUS_YIELD_UTILIZATION: z.coerce.number().min(0).max(1).default(0.7),
+    PLC_STATUS_BUSY_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(2),
+    /** Registered chains of live PLCs this process remembers (api/registered-chains.ts); 0 turns the memo off. */
+    PLC_CHAIN_MEMO_MAX: z.coerce.number().int().min(0).max(10_000_000).default(20_000),
     /** GET /api/v1/admin/queues/stats reports a queue as lagging once its oldest waiting item is this old. */
     QUEUE_LAG_ALERT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(60_000),
 

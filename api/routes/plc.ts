@@ -2,7 +2,7 @@ import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/c
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { appendTransfersIfUnchanged, getPlc, getPlcWithChain, isUniqueViolation, listIssuerActive, listTransfers, type PlcRow, type PlcWithChain } from '../../db/plcs.ts';
+import { createTransferAppender, getPlc, getPlcWithChain, isUniqueViolation, listIssuerActive, listTransfers, type PendingAppend, type PlcHead, type PlcRow, type PlcWithChain } from '../../db/plcs.ts';
 import { raiseRiskFlag } from '../../db/risk-flags.ts';
 import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { DomainError } from '../../src/errors.ts';
@@ -27,6 +27,7 @@ import {
 import { cancelPlcUpdate, issuePlcUpdate, plcWorkflow } from '../../workflows/plc.ts';
 import { businessStatusKey, ownerIdKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { idempotent } from '../idempotency.ts';
+import { registeredChainOf, RegisteredChains, type RegisteredChain } from '../registered-chains.ts';
 import { toChainEntry, toPlcStatus, toPlcStatusFromState } from '../plc-views.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
@@ -96,6 +97,8 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
   const { pool, temporal, config } = app.deps;
   const toleranceMs = config.CLOCK_TOLERANCE_MS;
+  const registeredChains = new RegisteredChains(config.PLC_CHAIN_MEMO_MAX);
+  const transferAppender = createTransferAppender(pool, { maxBatch: 64, inFlightMax: 2 });
 
   async function createPlc(request: FastifyRequest, reply: FastifyReply, plcJson: PlcJson, field: string) {
     const deviceId = deviceOf(request);
@@ -160,6 +163,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       // the first attempt's, recorded in the workflow since: the current row is read instead.
       const issuedView = result.created ? toPlcStatusFromState(result.state) : null;
       if (issuedView !== null) {
+        registeredChains.rememberIssued({ tokenId, commitmentHash: plc.commitmentHash, issuerSignature: plc.issuerSignature, expiresAtMs: commitment.expiresAtMs });
         return { ...issuedView, workflow_id: workflowId, issue_transaction_id: result.state.issueTxId, created: true };
       }
       const row = await getPlc(pool, tokenId);
@@ -327,6 +331,29 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         const field = request.body.plc === undefined ? 'transport' : 'plc';
         const tokenId = plc.commitment.tokenId;
         const deviceId = deviceOf(request);
+
+        // The common case: this process registered the PLC's chain as it stood (its create or its
+        // last hop), so neither that read nor those signatures are needed again; the append's
+        // compare-and-set on the chain's length and head tells whether the PLC is still there.
+        const memo = registeredChains.get(tokenId);
+        if (memo !== undefined && memo.commitmentHash === bytesToHex(plc.commitmentHash)) {
+          verifyOrRefuse(plc, toleranceMs, field, memo.prefix);
+          const decision =
+            Date.now() > expiryDueAtMs(memo.expiresAtMs, toleranceMs)
+              ? null
+              : decideRegistration({ status: memo.status, redemptionInFlight: false }, memo.known, plc.transferChain, memo.knownRecords);
+          if (decision?.kind === 'extend') {
+            const head = await appendOrLose(
+              { read: { token_id: tokenId, status: memo.status, chain_length: memo.chainLength, head_hash: memo.headHash }, decision, deviceId },
+              memo,
+            );
+            if (head !== null) return transferAnswer(head, decision.records.length);
+          }
+          // Anything else (an older or equal chain, a fork, expiry, a PLC that moved on) is
+          // answered from the database.
+          registeredChains.forget(tokenId);
+        }
+
         // Read, decide, then append only if the PLC is still as read; a registration that lost a
         // race (another hop, a cancel, an expiry, a redemption) reads again and decides again.
         for (let attempt = 1; ; attempt += 1) {
@@ -370,32 +397,47 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
             }
             case 'unrelated':
               throw new DomainError('PLC_MISMATCH', 'the presented chain does not continue the registered one', { position: decision.index });
-            case 'unchanged':
+            case 'unchanged': {
+              const entry = registeredChainOf(row, stored.known);
+              if (entry !== null) registeredChains.remember(entry);
               return transferAnswer(row, 0);
+            }
             case 'extend':
               break;
           }
-          let updated: PlcRow | null;
-          try {
-            updated = await appendTransfersIfUnchanged(pool, row, decision, deviceId);
-          } catch (error) {
-            // The one-successor or nonce constraint: a competing registration got in between.
-            if (!isUniqueViolation(error)) throw error;
-            updated = null;
-          }
-          if (updated !== null) return transferAnswer(updated, decision.records.length);
+          const head = await appendOrLose({ read: row, decision, deviceId }, registeredChainOf(row, stored.known));
+          if (head !== null) return transferAnswer(head, decision.records.length);
           if (attempt >= appendAttemptsMax) {
             throw new DomainError('CONFLICT', 'the PLC kept changing while this registration was decided; send it again', { token_id: tokenId });
           }
         }
       }),
   );
+
+  /**
+   * Appends (group-committed with the other registrations in flight); null when the PLC was not
+   * as read, or a competing registration took the same successor or nonce first. On success the
+   * chain as it now stands is remembered, from `before` (the state the decision was made on).
+   */
+  async function appendOrLose(pending: PendingAppend, before: RegisteredChain | null): Promise<PlcHead | null> {
+    let head: PlcHead | null;
+    try {
+      head = await transferAppender.append(pending);
+    } catch (error) {
+      // The one-successor or nonce constraint: a competing registration got in between.
+      if (!isUniqueViolation(error)) throw error;
+      head = null;
+    }
+    if (head === null) registeredChains.forget(pending.read.token_id);
+    else if (before !== null) registeredChains.rememberExtended(before, pending.decision.records, { chainLength: head.chain_length, headHash: head.head_hash });
+    return head;
+  }
 }
 
 /** Read-decide-append rounds before a registration that keeps losing races gives up (409). */
 const appendAttemptsMax = 5;
 
-function transferAnswer(plc: PlcRow, appended: number) {
+function transferAnswer(plc: Pick<PlcRow, 'token_id' | 'status' | 'chain_length' | 'bearer_pubkey' | 'head_hash'>, appended: number) {
   return {
     token_id: plc.token_id,
     status: plc.status,

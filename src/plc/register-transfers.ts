@@ -52,8 +52,10 @@ export function decideRegistration(
   plc: { status: PlcStatus; redemptionInFlight: boolean },
   known: readonly KnownRecord[],
   presented: readonly TransferRecord[],
+  /** `known` already decoded (`toTransferRecord`), when the caller keeps it. */
+  knownRecords: readonly TransferRecord[] = known.map(toTransferRecord),
 ): RegistrationDecision {
-  const comparison = findForkAgainstKnown(known.map(toTransferRecord), presented);
+  const comparison = findForkAgainstKnown(knownRecords, presented);
   switch (comparison.kind) {
     case 'identical':
     case 'behind':

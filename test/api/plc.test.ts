@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../api/app.ts';
 import { findViolations } from '../../db/ledger.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { cancelBody, hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
@@ -195,6 +196,72 @@ describe('POST /api/v1/plc/create', () => {
     const response = await t.app.inject({ method: 'POST', url: '/api/v1/plcs', headers: device, payload: plcToJson(plc) });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toMatchObject({ status: 'ISSUED', amount: '3.00' });
+  });
+});
+
+describe('POST /api/v1/transfer/ on two API replicas (each remembers the chains it registered)', () => {
+  it('a hop on top of what this replica registered reads nothing: one write, verifying only the new record', async () => {
+    const [a, b, c] = [newWallet(), newWallet(), newWallet()];
+    await fund(a, '10.00');
+    const plc0 = issue(a, { amountMinor: 100n });
+    expect((await create(plc0)).statusCode).toBe(200);
+    const named: string[] = [];
+    const pool = t.db.pool as unknown as { query: (...args: unknown[]) => unknown };
+    const original = pool.query;
+    pool.query = function (this: unknown, ...args: unknown[]) {
+      const first = args[0] as { name?: string } | string;
+      named.push(typeof first === 'string' ? first.slice(0, 40) : (first.name ?? '?'));
+      return original.apply(this, args);
+    };
+    try {
+      const plc1 = hop(plc0, a, b);
+      expect((await transfer(plc1)).json()).toMatchObject({ chain_length: 1, appended: 1 });
+      expect((await transfer(hop(plc1, b, c))).json()).toMatchObject({ chain_length: 2, appended: 1 });
+    } finally {
+      pool.query = original;
+    }
+    expect(named.filter((name) => name.startsWith('plc-'))).toEqual(['plc-transfer-append', 'plc-transfer-append']);
+  });
+
+  it('answers from the database whenever what a replica remembers is out of date', async () => {
+    // A second replica: its own routes (its own memory of registered chains), the same database.
+    const replica = await buildApp({ deps: t.app.deps, logger: false });
+    try {
+      const onB = (plc: Plc) => replica.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(plc) } });
+      const [a, b, c, d, m] = [newWallet(), newWallet(), newWallet(), newWallet(), newWallet()];
+      await fund(a, '10.00');
+      const plc0 = issue(a, { amountMinor: 300n });
+      expect((await create(plc0)).statusCode).toBe(200);
+      const plc1 = hop(plc0, a, b);
+      const plc2 = hop(plc1, b, c);
+      // B registers two hops; A still remembers the PLC as issued.
+      expect((await onB(plc2)).json()).toMatchObject({ chain_length: 2, appended: 2 });
+      const plc3 = hop(plc2, c, d);
+      expect((await transfer(plc3)).json()).toMatchObject({ chain_length: 3, appended: 1, bearer_pubkey: d.pubkey });
+      // A fork of what B registered, shown to A.
+      const fork = await transfer(hop(plc1, b, m));
+      expect(fork.statusCode).toBe(409);
+      expect(fork.json()).toMatchObject({ code: 'DOUBLE_SPEND_DETECTED', details: { signer_pubkey: b.pubkey, position: 1 } });
+      // B moves on; A, shown the chain it remembers, answers with the PLC as it is now.
+      const plc4 = hop(plc3, d, a);
+      expect((await onB(plc4)).json()).toMatchObject({ chain_length: 4 });
+      expect((await transfer(plc3)).json()).toMatchObject({ chain_length: 4, appended: 0, bearer_pubkey: a.pubkey });
+      const chain = await t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/chain` });
+      expect(chain.json().map((entry: { recipient_pubkey: string }) => entry.recipient_pubkey)).toEqual([b.pubkey, c.pubkey, d.pubkey, a.pubkey]);
+
+      // Cancelled through B after A issued it: A's first hop is refused, nothing appended.
+      const other = issue(a, { amountMinor: 200n });
+      expect((await create(other)).statusCode).toBe(200);
+      const cancelled = await replica.inject({ method: 'POST', url: `/api/v1/plc/${other.commitment.tokenId}/cancel`, headers: device, payload: cancelBody(other, a) });
+      expect(cancelled.statusCode).toBe(200);
+      const late = await transfer(hop(other, a, b));
+      expect(late.statusCode).toBe(409);
+      expect(late.json()).toMatchObject({ code: 'PLC_NOT_TRANSFERABLE' });
+      expect((await t.app.inject({ method: 'GET', url: `/api/v1/plc/${other.commitment.tokenId}/chain` })).json()).toEqual([]);
+      expect(await findViolations(t.db.pool)).toEqual([]);
+    } finally {
+      await replica.close();
+    }
   });
 });
 

@@ -112,6 +112,38 @@ describe('PLC status outbox', () => {
     expect(await outboxRow(tokenId)).toBeUndefined();
   });
 
+  it('while the process is busy, delivers one row per poll at the busy rate; the rest follows once it is not', async () => {
+    const tokens: string[] = [];
+    for (let i = 0; i < 4; i += 1) tokens.push((await issuedAndHopped()).tokenId);
+    const signalled: string[] = [];
+    const counting: Client = {
+      workflow: { getHandle: (id: string) => ({ signal: async () => void signalled.push(id) }) },
+    } as unknown as Client;
+    let utilization = 0.95;
+    const dispatcher = startPlcStatusDispatcher({
+      pool: t.db.pool,
+      temporal: counting,
+      log: quietLog,
+      pollMs: 20,
+      batchSize: 16,
+      maxPerSecond: 1000,
+      whenBusy: { utilization: 0.7, perSecond: 2 },
+      utilizationSinceLastCall: () => utilization,
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      // Busy at 2/s: the first poll at once, the next after 500 ms; never the whole batch.
+      const whileBusy = signalled.filter((id) => tokens.includes(id.slice('plc-'.length))).length;
+      expect(whileBusy).toBeGreaterThanOrEqual(1);
+      expect(whileBusy).toBeLessThanOrEqual(2);
+      utilization = 0.1;
+      expect(await eventually(async () => (tokens.every((token) => signalled.includes(`plc-${token}`)) ? true : undefined))).toBe(true);
+    } finally {
+      await dispatcher.stop();
+    }
+    for (const token of tokens) expect(await outboxRow(token)).toBeUndefined();
+  });
+
   it('backs off exponentially from half a second, capped at five minutes', () => {
     expect(retryDelayMs(1)).toBe(500);
     expect(retryDelayMs(2)).toBe(1000);
