@@ -76,7 +76,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(openapiPlugin, { docsEnabled: options.deps.config.API_DOCS_ENABLED });
   await app.register(fastifyRateLimit, {
     global: false,
-    store: createPgRateLimitStore(options.deps.pool),
+    store: createPgRateLimitStore(options.deps.pool, { inFlightMax: options.deps.config.GROUP_COMMIT_IN_FLIGHT }),
     // A shared store that cannot be reached must not silently lift the limits.
     skipOnError: false,
     errorResponseBuilder: (_request, context) =>

@@ -34,6 +34,7 @@ import { waitForQuiet, type CpuSources, type CpuSpent } from './protocol/cpu.ts'
 import { newWallet } from './protocol/fixtures.ts';
 import { startProfile, type ProfileHandle } from './protocol/profiler.ts';
 import { waitForOutboxDrained, type OutboxDrain } from './protocol/outbox.ts';
+import { groupCommitStats } from '../db/group-commit.ts';
 import { baselinePath, startServices, type BenchServices } from './protocol/services.ts';
 import { prepareTransfer, runLoad, type Entry, type LoadRun, type PreparedTransfer } from './protocol/transfer-load.ts';
 import { formatNumber, formatTable, machineInfo } from './support/report.ts';
@@ -232,7 +233,9 @@ async function main(): Promise<void> {
           await quiet();
           const callsBefore = nodeEd25519.stats().calls;
           log(`\n${name}: ${files.bodies} append requests ready (chains of ${files.scenario.preHops + 1} to ${files.scenario.preHops + files.scenario.hops} records)`);
+          const groupsBefore = groupCommitStats();
           const run = await runLoad(job(name, '/api/v1/transfer/', files), cpuSources, log, profiled(name));
+          log(`  [${name}] group commit (warm-up included): ${describeGroupCommits(groupsBefore, groupCommitStats())}`);
           const routeUsesNode = nodeEd25519.stats().calls > callsBefore;
           const bodies = JSON.parse(await readFile(files.bodiesFile, 'utf8')) as Entry[];
           transfer.push({ name, run, prepared: files, breakdown: requestCpuBreakdown(bodies), routeUsesNode });
@@ -420,3 +423,14 @@ main().then(
     process.exit(1);
   },
 );
+
+/** Items per statement of each group commit between two `groupCommitStats()` readings. */
+function describeGroupCommits(before: ReturnType<typeof groupCommitStats>, after: ReturnType<typeof groupCommitStats>): string {
+  return Object.entries(after)
+    .map(([name, counter]) => {
+      const batches = counter.batches - (before[name]?.batches ?? 0);
+      const items = counter.items - (before[name]?.items ?? 0);
+      return `${name} ${items} in ${batches} statements (${batches === 0 ? '-' : (items / batches).toFixed(1)} per statement)`;
+    })
+    .join(', ');
+}

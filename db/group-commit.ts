@@ -11,6 +11,8 @@ import DataLoader from 'dataloader';
  * thrown); if `run` itself throws, every item of the batch gets that error.
  */
 export interface GroupCommitOptions {
+  /** Names the group in `groupCommitStats()`. */
+  name: string;
   /** Items per statement at most. */
   maxBatch: number;
   /** Batches running at once at most (each holds one pool connection). */
@@ -21,11 +23,22 @@ export interface GroupCommit<I, O> {
   submit(item: I): Promise<O>;
 }
 
+/** Batches and items per group name since the process started (for benchmarks and diagnostics). */
+const counters = new Map<string, { batches: number; items: number }>();
+
+export function groupCommitStats(): Record<string, { batches: number; items: number }> {
+  return Object.fromEntries([...counters].map(([name, counter]) => [name, { ...counter }]));
+}
+
 export function createGroupCommit<I, O>(run: (items: readonly I[]) => Promise<readonly (O | Error)[]>, options: GroupCommitOptions): GroupCommit<I, O> {
+  const counter = counters.get(options.name) ?? { batches: 0, items: 0 };
+  counters.set(options.name, counter);
   let running = 0;
   const waiting: (() => void)[] = [];
   const loader = new DataLoader<I, O>(
     async (items) => {
+      counter.batches += 1;
+      counter.items += items.length;
       try {
         return await run(items);
       } finally {

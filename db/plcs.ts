@@ -490,7 +490,7 @@ export function createTransferAppender(pool: Pool, options: { maxBatch: number; 
       for (const index of later) answers[index] = await one(items[index] as PendingAppend);
       return answers;
     },
-    options,
+    { name: 'transfer-append', ...options },
   );
   return { append: (item) => group.submit(item) };
 }

@@ -86,7 +86,7 @@ export function createPgRateLimitStore(pool: Pool, options: PgRateLimitStoreOpti
         return { current, ttl: Math.max(0, Number(row.ttl_ms)) };
       });
     },
-    { maxBatch: options.maxBatch ?? 256, inFlightMax: options.inFlightMax ?? 2 },
+    { name: 'rate-limit', maxBatch: options.maxBatch ?? 256, inFlightMax: options.inFlightMax ?? 2 },
   );
 
   const increment = (key: string, timeWindowMs: number): Promise<IncrResult> => counter.submit({ key, windowMs: timeWindowMs });

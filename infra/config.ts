@@ -72,6 +72,13 @@ export const configSchema = z
      */
     PLC_STATUS_YIELD_UTILIZATION: z.coerce.number().min(0).max(1).default(0.7),
     PLC_STATUS_BUSY_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(2),
+    /**
+     * Group commit (db/group-commit.ts): statements of one kind (rate-limit counts, transfer
+     * appends) running at once per process; requests arriving meanwhile join the next statement.
+     * Each holds a pool connection: the two kinds together may hold 2 x this many, which must
+     * leave DATABASE_POOL_MAX room for everything else.
+     */
+    GROUP_COMMIT_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(4),
     /** Registered chains of live PLCs this process remembers (api/registered-chains.ts); 0 turns the memo off. */
     PLC_CHAIN_MEMO_MAX: z.coerce.number().int().min(0).max(10_000_000).default(20_000),
     /** GET /api/v1/admin/queues/stats reports a queue as lagging once its oldest waiting item is this old. */
@@ -120,6 +127,13 @@ export const configSchema = z
     }
     if (config.APP_ENV === 'production' && config.PLC_EXPIRY_OVERRIDE_MS !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['PLC_EXPIRY_OVERRIDE_MS'], message: 'is for testing only and refused when APP_ENV=production' });
+    }
+    if (2 * config.GROUP_COMMIT_IN_FLIGHT >= config.DATABASE_POOL_MAX) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['GROUP_COMMIT_IN_FLIGHT'],
+        message: `2 x GROUP_COMMIT_IN_FLIGHT (${2 * config.GROUP_COMMIT_IN_FLIGHT}) must stay below DATABASE_POOL_MAX (${config.DATABASE_POOL_MAX}): group commits would hold every connection`,
+      });
     }
     if ((config.ADMIN_USERNAME === undefined) !== (config.ADMIN_PASSWORD === undefined)) {
       ctx.addIssue({

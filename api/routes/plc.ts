@@ -98,7 +98,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
   const { pool, temporal, config } = app.deps;
   const toleranceMs = config.CLOCK_TOLERANCE_MS;
   const registeredChains = new RegisteredChains(config.PLC_CHAIN_MEMO_MAX);
-  const transferAppender = createTransferAppender(pool, { maxBatch: 64, inFlightMax: 2 });
+  const transferAppender = createTransferAppender(pool, { maxBatch: 64, inFlightMax: config.GROUP_COMMIT_IN_FLIGHT });
 
   async function createPlc(request: FastifyRequest, reply: FastifyReply, plcJson: PlcJson, field: string) {
     const deviceId = deviceOf(request);

@@ -88,7 +88,7 @@ describe('group commit', () => {
         running -= 1;
         return items.map((item) => (item === 13 ? new Error('unlucky') : item * 2));
       },
-      { maxBatch: 4, inFlightMax: 2 },
+      { name: 'test', maxBatch: 4, inFlightMax: 2 },
     );
     const outcomes = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => group.submit(i)));
     expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).message))).toEqual(
