@@ -31,9 +31,11 @@ export interface PlcStatusDispatcherOptions {
   /**
    * While this process is busy (its event loop at least `utilization` busy since the last poll,
    * 0 to 1), at most `perSecond` signals per second: the requests get the CPU, the outbox grows
-   * and drains when the load falls. Nothing is dropped; a row only waits longer.
+   * and drains when the load falls. Nothing is dropped; a row only waits longer. The busy mode
+   * lasts until the loop has been below the threshold for `calmMs` (default 2 s): a load that
+   * hovers around the threshold must not flip the dispatcher to full speed between two polls.
    */
-  whenBusy?: { utilization: number; perSecond: number };
+  whenBusy?: { utilization: number; perSecond: number; calmMs?: number };
   /** The event loop's utilization since the previous call (injected by tests). */
   utilizationSinceLastCall?: () => number;
   /** How long a claimed row stays hidden from other dispatchers. */
@@ -68,6 +70,13 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
   const leaseMs = options.leaseMs ?? 30_000;
   const maxPerSecond = options.maxPerSecond ?? Number.POSITIVE_INFINITY;
   const utilization = options.utilizationSinceLastCall ?? eventLoopUtilizationMeter();
+  let lastBusyAt = Number.NEGATIVE_INFINITY;
+  const isBusy = (): boolean => {
+    if (options.whenBusy === undefined) return false;
+    const now = Date.now();
+    if (utilization() >= options.whenBusy.utilization) lastBusyAt = now;
+    return now - lastBusyAt < (options.whenBusy.calmMs ?? 2000);
+  };
   let stopped = false;
   let wake: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -107,7 +116,7 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
     while (!stopped) {
       const started = Date.now();
       // Busy: one row per poll, so that the pause after it is short and the rate follows the load.
-      const busy = options.whenBusy !== undefined && utilization() >= options.whenBusy.utilization;
+      const busy = isBusy();
       const rate = busy && options.whenBusy !== undefined ? Math.min(maxPerSecond, options.whenBusy.perSecond) : maxPerSecond;
       const batchSize = busy ? 1 : options.batchSize;
       let claimed = 0;

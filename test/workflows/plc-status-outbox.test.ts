@@ -112,7 +112,7 @@ describe('PLC status outbox', () => {
     expect(await outboxRow(tokenId)).toBeUndefined();
   });
 
-  it('while the process is busy, delivers one row per poll at the busy rate; the rest follows once it is not', async () => {
+  it('while the process is busy, delivers one row per poll at the busy rate; the rest follows once it has been calm for calmMs', async () => {
     const tokens: string[] = [];
     for (let i = 0; i < 4; i += 1) tokens.push((await issuedAndHopped()).tokenId);
     const signalled: string[] = [];
@@ -127,7 +127,7 @@ describe('PLC status outbox', () => {
       pollMs: 20,
       batchSize: 16,
       maxPerSecond: 1000,
-      whenBusy: { utilization: 0.7, perSecond: 2 },
+      whenBusy: { utilization: 0.7, perSecond: 2, calmMs: 300 },
       utilizationSinceLastCall: () => utilization,
     });
     try {
@@ -142,6 +142,36 @@ describe('PLC status outbox', () => {
       await dispatcher.stop();
     }
     for (const token of tokens) expect(await outboxRow(token)).toBeUndefined();
+  });
+
+  it('a load that flickers around the threshold keeps the dispatcher in its busy mode', async () => {
+    const tokens: string[] = [];
+    for (let i = 0; i < 6; i += 1) tokens.push((await issuedAndHopped()).tokenId);
+    const signalled: string[] = [];
+    const counting: Client = {
+      workflow: { getHandle: (id: string) => ({ signal: async () => void signalled.push(id) }) },
+    } as unknown as Client;
+    let calls = 0;
+    const dispatcher = startPlcStatusDispatcher({
+      pool: t.db.pool,
+      temporal: counting,
+      log: quietLog,
+      pollMs: 20,
+      batchSize: 16,
+      maxPerSecond: 1000,
+      whenBusy: { utilization: 0.7, perSecond: 2, calmMs: 10_000 },
+      // Busy every other poll: without the calm period, every second poll would take the whole batch.
+      utilizationSinceLastCall: () => ((calls += 1) % 2 === 1 ? 0.95 : 0.3),
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+    } finally {
+      await dispatcher.stop();
+    }
+    const delivered = signalled.filter((id) => tokens.includes(id.slice('plc-'.length))).length;
+    expect(delivered).toBeGreaterThanOrEqual(1);
+    expect(delivered).toBeLessThanOrEqual(3);
+    await pollOnce(t.temporal);
   });
 
   it('backs off exponentially from half a second, capped at five minutes', () => {
