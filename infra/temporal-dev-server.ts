@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { Connection } from '@temporalio/client';
 import { searchAttributeFlags } from './search-attributes.ts';
 
 /**
@@ -46,6 +47,31 @@ export function waitForPort(host: string, port: number, timeoutMs: number): Prom
     };
     attempt();
   });
+}
+
+/**
+ * Waits until the frontend on `address` answers GetSystemInfo. The port opens before the
+ * frontend is healthy: a worker connecting in between fails with "Frontend is not healthy yet"
+ * (seen when a benchmark started its worker right after the port opened).
+ */
+export async function waitForFrontend(address: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 2000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (error) {
+      if (Date.now() > deadline) {
+        throw new Error(`the Temporal frontend on ${address} was not healthy within ${timeoutMs} ms: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
 }
 
 export async function freePort(): Promise<number> {
@@ -101,7 +127,9 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   });
   exited.catch(() => {});
   try {
+    const started = Date.now();
     await Promise.race([waitForPort(options.ip, options.port, options.startTimeoutMs), exited]);
+    await Promise.race([waitForFrontend(`${options.ip}:${options.port}`, Math.max(1000, options.startTimeoutMs - (Date.now() - started))), exited]);
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
