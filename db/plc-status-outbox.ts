@@ -5,7 +5,7 @@ import { many } from './sql.ts';
 
 /**
  * The outbox of PLC statuses owed to the PLC workflows (migration 9). The transfer route queues
- * a row in the statement that appends a first hop (`appendTransfersIfUnchanged`); the dispatcher
+ * a row in the statement that appends a first hop (`appendTransfersBatch`); the dispatcher
  * (`api/plc-status-dispatcher.ts`) claims due rows with a lease, signals each workflow, and
  * deletes a row once its signal was delivered, unless a newer status replaced it meanwhile.
  */

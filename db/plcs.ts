@@ -295,66 +295,6 @@ export async function getPlcWithChain(db: Queryable, tokenId: string): Promise<P
   };
 }
 
-/**
- * Appends the records of an `extend` decision in one statement, if the PLC is still where it was
- * read (the same chain length and head, transferable, no redemption in flight): a compare-and-set
- * under the PLC's row lock. null when another registration, a cancel, an expiry or a redemption
- * got there first: read again and decide again. A first hop (ISSUED -> TRANSFERRED) also queues
- * the status for the PLC's workflow in `plc_status_outbox`, in the same statement, so the
- * workflow's search attribute follows without a Temporal call on the request path.
- */
-export async function appendTransfersIfUnchanged(
-  db: Queryable,
-  read: Pick<PlcRow, 'token_id' | 'status' | 'chain_length' | 'head_hash'>,
-  decision: Extract<RegistrationDecision, { kind: 'extend' }>,
-  deviceId: string,
-): Promise<PlcRow | null> {
-  const records = decision.records;
-  return maybeOne(db, plcRow, {
-    name: 'plc-transfer-append',
-    prepare: true,
-    text: `WITH advanced AS (
-             UPDATE plcs SET status = 'TRANSFERRED', chain_length = $4, head_hash = $5, bearer_pubkey = $6,
-                    status_changed_at = CASE WHEN status = 'TRANSFERRED' THEN status_changed_at ELSE now() END
-              WHERE token_id = $1 AND chain_length = $2 AND head_hash = $3
-                AND status IN ('ISSUED', 'TRANSFERRED') AND redemption_id IS NULL
-             RETURNING ${plcColumns}
-           ), stored AS (
-             INSERT INTO plc_transfers (token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash,
-                                        signature, record_hash, device_id)
-             SELECT a.token_id, r.position, r.sender, r.recipient, r.ts, r.nonce, r.prev, r.sig, r.hash, $7
-               FROM advanced a,
-                    unnest($8::int[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[])
-                      AS r(position, sender, recipient, ts, nonce, prev, sig, hash)
-           ), queued AS (
-             INSERT INTO plc_status_outbox (token_id, status, chain_length)
-             SELECT a.token_id, a.status, a.chain_length FROM advanced a WHERE $16::boolean
-             ON CONFLICT (token_id) DO UPDATE SET status = EXCLUDED.status, chain_length = EXCLUDED.chain_length,
-                                                  enqueued_at = now(), revision = plc_status_outbox.revision + 1,
-                                                  attempts = 0, next_attempt_at = now()
-           )
-           SELECT * FROM advanced`,
-    values: [
-      read.token_id,
-      read.chain_length,
-      read.head_hash,
-      decision.chainLength,
-      decision.headHash,
-      decision.bearerPubkey,
-      deviceId,
-      records.map((r) => r.position),
-      records.map((r) => r.senderPubkey),
-      records.map((r) => r.recipientPubkey),
-      records.map((r) => r.timestampMs),
-      records.map((r) => r.nonce),
-      records.map((r) => r.prevHash),
-      records.map((r) => r.signature),
-      records.map((r) => r.recordHash),
-      read.status === 'ISSUED',
-    ],
-  });
-}
-
 /** What an append changes: the PLC's head after it (the transfer route's answer). */
 export const plcHeadRow = z.object({
   token_id: z.string().uuid(),
@@ -373,13 +313,19 @@ export interface PendingAppend {
 }
 
 /**
- * `appendTransfersIfUnchanged` for several PLCs in one statement (group commit, see
- * db/group-commit.ts): each PLC's compare-and-set, records and first-hop outbox row, exactly as
- * the one-PLC statement does them. Answers per item, in order: the new head, or null where the
- * PLC was not as read. The items must name distinct PLCs. A constraint violation by any item
- * (a competing fork or nonce got in first) fails the whole statement: the caller then runs the
- * items one by one to tell which. PLC rows are locked in token order, so two batches that share
- * PLCs cannot deadlock.
+ * Appends the records of `extend` decisions, for one PLC or several, in one statement (group
+ * commit, see db/group-commit.ts). Each PLC advances only if it is still where it was read (the
+ * same chain length and head, transferable, no redemption in flight): a compare-and-set under
+ * its row lock, with its records stored in the same statement. A first hop (ISSUED ->
+ * TRANSFERRED) also queues the status for the PLC's workflow in `plc_status_outbox`, so the
+ * workflow's search attribute follows without a Temporal call on the request path.
+ *
+ * Answers per item, in order: the new head, or null where the PLC was not as read (another
+ * registration, a cancel, an expiry or a redemption got there first: read again and decide
+ * again). The items must name distinct PLCs. A constraint violation by any item (a competing
+ * fork or nonce got in first) fails the whole statement: the caller then runs the items one by
+ * one to tell which. PLC rows are locked in token order, so two batches that share PLCs cannot
+ * deadlock.
  */
 export async function appendTransfersBatch(db: Queryable, items: readonly PendingAppend[]): Promise<(PlcHead | null)[]> {
   const records = items.flatMap((item) => item.decision.records.map((record) => ({ tokenId: item.read.token_id, deviceId: item.deviceId, record })));
@@ -455,8 +401,7 @@ export interface TransferAppender {
 export function createTransferAppender(pool: Pool, options: { maxBatch: number; inFlightMax: number }): TransferAppender {
   const one = async (item: PendingAppend): Promise<PlcHead | null | Error> => {
     try {
-      const row = await appendTransfersIfUnchanged(pool, item.read, item.decision, item.deviceId);
-      return row === null ? null : { token_id: row.token_id, status: row.status, chain_length: row.chain_length, head_hash: row.head_hash, bearer_pubkey: row.bearer_pubkey };
+      return (await appendTransfersBatch(pool, [item]))[0] ?? null;
     } catch (error) {
       return error instanceof Error ? error : new Error(String(error));
     }
@@ -474,18 +419,14 @@ export function createTransferAppender(pool: Pool, options: { maxBatch: number; 
         }
       });
       const answers: (PlcHead | null | Error)[] = new Array(items.length);
-      if (first.length === 1) {
-        const index = first[0] as number;
-        answers[index] = await one(items[index] as PendingAppend);
-      } else {
-        try {
-          const heads = await appendTransfersBatch(pool, first.map((index) => items[index] as PendingAppend));
-          first.forEach((index, k) => (answers[index] = heads[k] ?? null));
-        } catch (error) {
-          const code = (error as Partial<DatabaseError>).code;
-          if (code !== '23505' && code !== '40P01') throw error;
-          for (const index of first) answers[index] = await one(items[index] as PendingAppend);
-        }
+      try {
+        const heads = await appendTransfersBatch(pool, first.map((index) => items[index] as PendingAppend));
+        first.forEach((index, k) => (answers[index] = heads[k] ?? null));
+      } catch (error) {
+        const code = (error as Partial<DatabaseError>).code;
+        if (first.length === 1) answers[first[0] as number] = error instanceof Error ? error : new Error(String(error));
+        else if (code === '23505' || code === '40P01') for (const index of first) answers[index] = await one(items[index] as PendingAppend);
+        else throw error;
       }
       for (const index of later) answers[index] = await one(items[index] as PendingAppend);
       return answers;

@@ -220,7 +220,7 @@ describe('POST /api/v1/transfer/ on two API replicas (each remembers the chains 
     } finally {
       pool.query = original;
     }
-    expect(named.filter((name) => name.startsWith('plc-'))).toEqual(['plc-transfer-append', 'plc-transfer-append']);
+    expect(named.filter((name) => name.startsWith('plc-'))).toEqual(['plc-transfer-append-batch', 'plc-transfer-append-batch']);
   });
 
   it('answers from the database whenever what a replica remembers is out of date', async () => {

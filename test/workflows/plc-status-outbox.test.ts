@@ -38,6 +38,22 @@ async function issuedAndHopped(): Promise<{ tokenId: string }> {
   return { tokenId: plc.commitment.tokenId };
 }
 
+async function hoppedTokens(count: number): Promise<string[]> {
+  const tokens: string[] = [];
+  for (let i = 0; i < count; i += 1) tokens.push((await issuedAndHopped()).tokenId);
+  return tokens;
+}
+
+/** A Temporal client that records the workflow ids it signals. */
+function countingTemporal(): { temporal: Client; signalled: string[] } {
+  const signalled: string[] = [];
+  const temporal = { workflow: { getHandle: (id: string) => ({ signal: async () => void signalled.push(id) }) } } as unknown as Client;
+  return { temporal, signalled };
+}
+
+/** How many of `tokens` have had their workflow signalled. */
+const deliveredTo = (tokens: readonly string[], signalled: readonly string[]) => tokens.filter((token) => signalled.includes(`plc-${token}`)).length;
+
 /** A Temporal client whose signals all fail with `error`. */
 function failingTemporal(error: Error): Client {
   return { workflow: { getHandle: () => ({ signal: () => Promise.reject(error) }) } } as unknown as Client;
@@ -113,12 +129,8 @@ describe('PLC status outbox', () => {
   });
 
   it('while the process is busy, delivers one row per poll at the busy rate; the rest follows once it has been calm for calmMs', async () => {
-    const tokens: string[] = [];
-    for (let i = 0; i < 4; i += 1) tokens.push((await issuedAndHopped()).tokenId);
-    const signalled: string[] = [];
-    const counting: Client = {
-      workflow: { getHandle: (id: string) => ({ signal: async () => void signalled.push(id) }) },
-    } as unknown as Client;
+    const tokens = await hoppedTokens(4);
+    const { temporal: counting, signalled } = countingTemporal();
     let utilization = 0.95;
     const dispatcher = startPlcStatusDispatcher({
       pool: t.db.pool,
@@ -133,11 +145,11 @@ describe('PLC status outbox', () => {
     try {
       await new Promise((resolve) => setTimeout(resolve, 700));
       // Busy at 2/s: the first poll at once, the next after 500 ms; never the whole batch.
-      const whileBusy = signalled.filter((id) => tokens.includes(id.slice('plc-'.length))).length;
+      const whileBusy = deliveredTo(tokens, signalled);
       expect(whileBusy).toBeGreaterThanOrEqual(1);
       expect(whileBusy).toBeLessThanOrEqual(2);
       utilization = 0.1;
-      expect(await eventually(async () => (tokens.every((token) => signalled.includes(`plc-${token}`)) ? true : undefined))).toBe(true);
+      expect(await eventually(async () => (deliveredTo(tokens, signalled) === tokens.length ? true : undefined))).toBe(true);
     } finally {
       await dispatcher.stop();
     }
@@ -145,12 +157,8 @@ describe('PLC status outbox', () => {
   });
 
   it('a load that flickers around the threshold keeps the dispatcher in its busy mode', async () => {
-    const tokens: string[] = [];
-    for (let i = 0; i < 6; i += 1) tokens.push((await issuedAndHopped()).tokenId);
-    const signalled: string[] = [];
-    const counting: Client = {
-      workflow: { getHandle: (id: string) => ({ signal: async () => void signalled.push(id) }) },
-    } as unknown as Client;
+    const tokens = await hoppedTokens(6);
+    const { temporal: counting, signalled } = countingTemporal();
     let calls = 0;
     const dispatcher = startPlcStatusDispatcher({
       pool: t.db.pool,
@@ -168,7 +176,7 @@ describe('PLC status outbox', () => {
     } finally {
       await dispatcher.stop();
     }
-    const delivered = signalled.filter((id) => tokens.includes(id.slice('plc-'.length))).length;
+    const delivered = deliveredTo(tokens, signalled);
     expect(delivered).toBeGreaterThanOrEqual(1);
     expect(delivered).toBeLessThanOrEqual(3);
     await pollOnce(t.temporal);
