@@ -25,16 +25,15 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { transferPlcRequest } from '../api/schemas/plc.ts';
 import { postTransaction } from '../db/ledger.ts';
-import { nodeEd25519, nodeVerifyEd25519 } from '../infra/ed25519-node.ts';
+import { nodeVerifyEd25519 } from '../infra/ed25519-node.ts';
 import { moneyModel } from '../src/ledger/money-model.ts';
 import { plcFromJson, verifyPlc, type PlcJson } from '../src/protocol/index.ts';
 import { benchChainVerification, type ChainVerifyResult } from './protocol/chain-verify.ts';
 import { runCreateScenario, type CreateRun } from './protocol/create-load.ts';
 import { waitForQuiet, type CpuSources, type CpuSpent } from './protocol/cpu.ts';
 import { newWallet } from './protocol/fixtures.ts';
-import { startProfile, type ProfileHandle } from './protocol/profiler.ts';
 import { waitForOutboxDrained, type OutboxDrain } from './protocol/outbox.ts';
-import { groupCommitStats } from '../db/group-commit.ts';
+import type { groupCommitStats } from '../db/group-commit.ts';
 import { baselinePath, startServices, type BenchServices } from './protocol/services.ts';
 import { prepareTransfer, runLoad, type Entry, type LoadRun, type PreparedTransfer } from './protocol/transfer-load.ts';
 import { formatNumber, formatTable, machineInfo } from './support/report.ts';
@@ -88,7 +87,7 @@ function commandVersion(command: string, versionArgs: string[]): string {
 /** CPU milliseconds per request of each process, from a window's totals. */
 function cpuRow(name: string, requests: number, perSecond: number, cpu: CpuSpent, cpuCount: number): string[] {
   const per = (seconds: number | null) => (seconds === null || requests === 0 ? 'n/a' : ((seconds * 1000) / requests).toFixed(2));
-  const total = cpu.apiProcessS + cpu.postgresS + (cpu.temporalS ?? 0) + (cpu.loadS ?? 0);
+  const total = cpu.apiProcessS + cpu.workersS + cpu.postgresS + (cpu.temporalS ?? 0) + (cpu.loadS ?? 0);
   // What an otherwise idle machine could sustain: all CPUs busy, or the API's one event loop busy.
   const ceiling = requests === 0 ? Number.NaN : Math.min((cpuCount * requests) / total, requests / cpu.apiMainThreadS);
   return [
@@ -96,6 +95,7 @@ function cpuRow(name: string, requests: number, perSecond: number, cpu: CpuSpent
     formatNumber(perSecond),
     per(cpu.apiProcessS),
     per(cpu.apiMainThreadS),
+    per(cpu.workersS),
     per(cpu.postgresS),
     per(cpu.temporalS),
     per(cpu.loadS),
@@ -176,7 +176,8 @@ async function main(): Promise<void> {
       services = await startServices({ adminUrl, log, appPoolMax: Math.max(20, connections + 4), workerPoolMax: 20 });
       temporalCliVersion = commandVersion(services.temporalCli, ['--version']);
       log(`Temporal CLI: ${temporalCliVersion}`);
-      const cpuSources: CpuSources = { pool: services.pool, databaseName: services.databaseName, temporalPid: services.devServer.process.pid };
+      const api = services.api;
+      const cpuSources: CpuSources = { pool: services.pool, api, databaseName: services.databaseName, temporalPid: services.devServer.process.pid };
       // Before each measurement: let the previous step's Temporal backlog drain (at most 60 s).
       const quiet = async () => {
         // First the PLC status outbox: the first hops' signals, deferred while the route was busy.
@@ -186,7 +187,7 @@ async function main(): Promise<void> {
           outboxDrains.push(drained);
         }
         const state = await waitForQuiet(cpuSources, log, { maxMs: 60_000, busyBelowCpus: 0.1 });
-        if (state.waitedMs > 1500) log(`  quiet after ${(state.waitedMs / 1000).toFixed(0)} s (dev server ${state.temporalCpus.toFixed(2)} CPUs, this process ${state.apiCpus.toFixed(2)} CPUs)`);
+        if (state.waitedMs > 1500) log(`  quiet after ${(state.waitedMs / 1000).toFixed(0)} s (dev server ${state.temporalCpus.toFixed(2)} CPUs, API and workers ${state.apiCpus.toFixed(2)} CPUs)`);
       };
 
       // Issuers with money: one deposit each, booked directly (the deposit API is not measured here).
@@ -208,17 +209,15 @@ async function main(): Promise<void> {
         for (const scenario of scenarios) {
           prepared.push(await prepareTransfer({ baseUrl: services.baseUrl, scenario, issuers, wallets, workDir, log }));
         }
-        const profiled = (name: string) => {
-          let profile: ProfileHandle | undefined;
-          return {
-            onMeasureStart: async () => {
-              profile = await startProfile(profileDir, name);
-            },
-            onMeasureEnd: async () => {
-              for (const line of (await profile?.stop()) ?? []) log(line);
-            },
-          };
-        };
+        // The profile is the API process's main thread.
+        const profiled = (name: string) => ({
+          onMeasureStart: async () => {
+            await api.ask({ type: 'profile-start', dir: profileDir, name });
+          },
+          onMeasureEnd: async () => {
+            for (const line of await api.ask<string[]>({ type: 'profile-stop' })) log(line);
+          },
+        });
         const job = (title: string, route: string, files: PreparedTransfer) => ({
           title,
           url: `${services!.baseUrl}${route}`,
@@ -231,12 +230,12 @@ async function main(): Promise<void> {
         for (const [index, files] of prepared.entries()) {
           const name = files.scenario.name;
           await quiet();
-          const callsBefore = nodeEd25519.stats().calls;
+          const callsBefore = await api.ask<number>({ type: 'ed25519-calls' });
           log(`\n${name}: ${files.bodies} append requests ready (chains of ${files.scenario.preHops + 1} to ${files.scenario.preHops + files.scenario.hops} records)`);
-          const groupsBefore = groupCommitStats();
+          const groupsBefore = await api.ask<GroupCommitStats>({ type: 'group-commit' });
           const run = await runLoad(job(name, '/api/v1/transfer/', files), cpuSources, log, profiled(name));
-          log(`  [${name}] group commit (warm-up included): ${describeGroupCommits(groupsBefore, groupCommitStats())}`);
-          const routeUsesNode = nodeEd25519.stats().calls > callsBefore;
+          log(`  [${name}] group commit (warm-up included): ${describeGroupCommits(groupsBefore, await api.ask<GroupCommitStats>({ type: 'group-commit' }))}`);
+          const routeUsesNode = (await api.ask<number>({ type: 'ed25519-calls' })) > callsBefore;
           const bodies = JSON.parse(await readFile(files.bodiesFile, 'utf8')) as Entry[];
           transfer.push({ name, run, prepared: files, breakdown: requestCpuBreakdown(bodies), routeUsesNode });
           log(`  [${name}] ${formatNumber(run.result.perSecond)} req/s, p50 ${run.result.latencyP50Ms} ms, p99 ${run.result.latencyP99Ms} ms, non-2xx ${run.result.non2xx}, records appended ${run.result.appendedRecords}, re-registrations ${run.result.unchangedAnswers}`);
@@ -403,10 +402,11 @@ async function main(): Promise<void> {
   for (const run of creates) cpuRows.push(cpuRow(`${run.kind} x${run.clients}`, run.loop.operations, run.loop.perSecond, run.cpu, machine.cpuCount));
   if (cpuRows.length > 0) {
     log(`\nwhere the time goes: CPU ms per request by process (of ${machine.cpuCount} CPUs = ${machine.cpuCount * 1000} CPU-ms per second)`);
-    log(formatTable(['scenario', 'req/s', 'API+workers', 'of it main thread', 'PostgreSQL', 'Temporal', 'load gen', 'total', 'CPU busy', 'API loop busy', 'ceiling/s'], cpuRows));
-    log('API+workers: this process (Fastify, verification, pg client, Temporal client and both workers); main thread: its JS event loop (Fastify, verification,');
-    log('pg client, activities), the rest being the Temporal SDK core and workflow threads; PostgreSQL: the backends of the bench database;');
-    log('Temporal: the dev server; load gen: autocannon (part b) or nothing (part c: the loops run in this process). CPU busy: all of them over the wall time');
+    log(formatTable(['scenario', 'req/s', 'API', 'of it main thread', 'workers+bench', 'PostgreSQL', 'Temporal', 'load gen', 'total', 'CPU busy', 'API loop busy', 'ceiling/s'], cpuRows));
+    log('API: the API process (Fastify, verification, pg client, Temporal client; bench/protocol/api-process.ts); main thread: its JS event loop, the rest');
+    log("being the garbage collector's helpers and the Temporal client's core; workers+bench: this process (both workers: activities, workflow threads,");
+    log('Temporal SDK core; and the bench: part c runs its loops here); PostgreSQL: the backends of the bench database; Temporal: the dev server;');
+    log('load gen: autocannon (part b) or nothing (part c: the loops run in this process). CPU busy: all of them over the wall time');
     log(`(100% = one CPU). ceiling/s: what ${machine.cpuCount} otherwise idle CPUs could sustain at these CPU costs, or one API event loop, whichever is less.`);
   }
   if (checks.length > 0) {
@@ -425,7 +425,9 @@ main().then(
 );
 
 /** Items per statement of each group commit between two `groupCommitStats()` readings. */
-function describeGroupCommits(before: ReturnType<typeof groupCommitStats>, after: ReturnType<typeof groupCommitStats>): string {
+type GroupCommitStats = ReturnType<typeof groupCommitStats>;
+
+function describeGroupCommits(before: GroupCommitStats, after: GroupCommitStats): string {
   return Object.entries(after)
     .map(([name, counter]) => {
       const batches = counter.batches - (before[name]?.batches ?? 0);

@@ -2,11 +2,14 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { Pool } from '../../db/pool.ts';
+import type { ApiCpu } from './api-process.ts';
+import type { ApiProcess } from './services.ts';
 
 /**
- * CPU time per process over a measured window, read from /proc (Linux): this process (API,
- * workers, bench), the PostgreSQL backends serving the benchmark's database, the Temporal dev
- * server and the load generator. On a 2-core machine that says where the time goes better than
+ * CPU time per process over a measured window, read from /proc (Linux) or asked over IPC: the
+ * API process (and its main thread), this process (the workers and the bench itself), the
+ * PostgreSQL backends serving the benchmark's database, the Temporal dev server and the load
+ * generator. On a 2-core machine that says where the time goes better than
  * any latency split: whoever burns the CPU is what limits throughput.
  */
 
@@ -47,6 +50,7 @@ export function backendCpuSeconds(pid: number): number | null {
 
 export interface CpuSources {
   pool: Pool;
+  api: ApiProcess;
   databaseName: string;
   temporalPid: number | undefined;
   loadPid?: number | undefined;
@@ -54,24 +58,26 @@ export interface CpuSources {
 
 export interface CpuSnapshot {
   atMs: number;
+  /** This process: the workers, and the bench (part c's load loops). */
   self: NodeJS.CpuUsage;
-  mainThread: NodeJS.CpuUsage;
+  api: ApiCpu;
   postgres: Map<number, number>;
   temporal: number | null;
   load: number | null;
-  selfLoop: ReturnType<typeof performance.eventLoopUtilization>;
 }
 
 export interface CpuSpent {
   wallS: number;
-  /** CPU seconds in the window. */
+  /** CPU seconds in the window: the API process (Fastify, verification, the pg and Temporal clients). */
   apiProcessS: number;
-  /** Of which the main thread (Fastify, the pg client, activities; not the workflow threads or the Temporal core). */
+  /** Of which its main thread (its JS event loop; not the garbage collector's helpers or the Temporal client's core). */
   apiMainThreadS: number;
+  /** This process: both workers (activities, workflow threads, the Temporal core) and the bench itself. */
+  workersS: number;
   postgresS: number;
   temporalS: number | null;
   loadS: number | null;
-  /** Share of the window the API process's main thread was busy. */
+  /** Share of the window the API process's event loop was busy. */
   eventLoopUtilization: number;
 }
 
@@ -89,35 +95,35 @@ export async function cpuSnapshot(sources: CpuSources): Promise<CpuSnapshot> {
   return {
     atMs: performance.now(),
     self: process.cpuUsage(),
-    mainThread: process.threadCpuUsage(),
+    api: await sources.api.ask<ApiCpu>({ type: 'cpu' }),
     postgres: await postgresBackends(sources),
     temporal: sources.temporalPid === undefined ? null : processCpuSeconds(sources.temporalPid),
     load: sources.loadPid === undefined ? null : processCpuSeconds(sources.loadPid),
-    selfLoop: performance.eventLoopUtilization(),
   };
 }
 
 export async function cpuSince(before: CpuSnapshot, sources: CpuSources): Promise<CpuSpent> {
   const after = await cpuSnapshot(sources);
   const self = process.cpuUsage(before.self);
-  const mainThread = process.threadCpuUsage(before.mainThread);
+  const seconds = (after: NodeJS.CpuUsage, before: NodeJS.CpuUsage) => (after.user - before.user + after.system - before.system) / 1e6;
   let postgresS = 0;
   // Backends present at both ends (the pools are warm by then); new ones count from zero.
   for (const [pid, seconds] of after.postgres) postgresS += seconds - (before.postgres.get(pid) ?? 0);
   const delta = (a: number | null, b: number | null) => (a === null || b === null ? null : b - a);
   return {
     wallS: (after.atMs - before.atMs) / 1000,
-    apiProcessS: (self.user + self.system) / 1e6,
-    apiMainThreadS: (mainThread.user + mainThread.system) / 1e6,
+    apiProcessS: seconds(after.api.process, before.api.process),
+    apiMainThreadS: seconds(after.api.mainThread, before.api.mainThread),
+    workersS: (self.user + self.system) / 1e6,
     postgresS,
     temporalS: delta(before.temporal, after.temporal),
     loadS: delta(before.load, after.load),
-    eventLoopUtilization: performance.eventLoopUtilization(after.selfLoop, before.selfLoop).utilization,
+    eventLoopUtilization: performance.eventLoopUtilization(after.api.loop, before.api.loop).utilization,
   };
 }
 
 /**
- * Waits (at most `maxMs`) until the Temporal dev server and this process are nearly idle, so a
+ * Waits (at most `maxMs`) until the Temporal dev server, the API and the workers are nearly idle, so a
  * measurement does not pay for the backlog of the step before it (e.g. workflow tasks of the
  * signals sent while preparing). Returns the last second's CPU use, in CPUs.
  */
@@ -134,9 +140,9 @@ export async function waitForQuiet(
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const spent = await cpuSince(before, sources);
     temporalCpus = (spent.temporalS ?? 0) / spent.wallS;
-    apiCpus = spent.apiProcessS / spent.wallS;
+    apiCpus = (spent.apiProcessS + spent.workersS) / spent.wallS;
     if (temporalCpus < options.busyBelowCpus && apiCpus < options.busyBelowCpus) break;
-    if (second % 5 === 0) log(`  waiting for Temporal and the workers to go quiet: dev server ${temporalCpus.toFixed(2)} CPUs, this process ${apiCpus.toFixed(2)} CPUs`);
+    if (second % 5 === 0) log(`  waiting for Temporal and the workers to go quiet: dev server ${temporalCpus.toFixed(2)} CPUs, API and workers ${apiCpus.toFixed(2)} CPUs`);
   }
   return { waitedMs: performance.now() - started, temporalCpus, apiCpus };
 }

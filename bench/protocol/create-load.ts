@@ -39,9 +39,12 @@ export async function runCreateScenario(options: {
   if (options.issuers.length < clients) throw new Error(`need ${clients} issuers`);
   const name = `${kind} x${clients}`;
   let before: Awaited<ReturnType<typeof cpuSnapshot>> | undefined;
+  // Profiles, when asked for: this process (the workers and the loops) and, for creates, the API process.
   let profile: ProfileHandle | undefined;
+  const profileApi = kind === 'create' && options.profileDir !== undefined;
   const onMeasureStart = async () => {
-    profile = await startProfile(options.profileDir, `${kind}-x${clients}`);
+    profile = await startProfile(options.profileDir, `${kind}-x${clients}-workers`);
+    if (profileApi) await services.api.ask({ type: 'profile-start', dir: options.profileDir, name: `${kind}-x${clients}-api` });
     before = await cpuSnapshot(options.cpuSources);
   };
 
@@ -89,5 +92,6 @@ export async function runCreateScenario(options: {
   if (before === undefined) throw new Error(`${name}: the measured window never started`);
   const cpu = await cpuSince(before, options.cpuSources);
   for (const line of (await profile?.stop()) ?? []) options.log(line);
+  if (profileApi) for (const line of await services.api.ask<string[]>({ type: 'profile-stop' })) options.log(line);
   return { kind, clients, loop, cpu };
 }

@@ -1,32 +1,40 @@
+import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../api/app.ts';
 import { applyMigrations } from '../../db/migrate.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
 import { loadConfig, type Config } from '../../infra/config.ts';
 import type { DevServer } from '../../infra/temporal-dev-server.ts';
-import { cleanupStack, createBenchDatabase, startBenchDevServer } from '../support/services.ts';
+import { cleanupStack, createBenchDatabase, startBenchDevServer, type Cleanups } from '../support/services.ts';
 import { createWorker } from '../../worker/create-worker.ts';
+import type { ApiProcessSettings, ApiRequest } from './api-process.ts';
 import { bareTable, createBareActivities } from './bare-activity.ts';
 
 /**
  * Everything parts (b) and (c) of the protocol benchmark run against, started here and stopped
  * by `stop()` in reverse order (also after a failed start): a fresh migrated database, a Temporal
  * dev server (headless, in memory, free port), the service's worker plus a second worker for the
- * bench-only bare workflow, and the real app (`buildApp`) listening on 127.0.0.1, port 0, with
- * rate limits raised out of the way and one bench-only baseline route.
+ * bench-only bare workflow (in this process), and the real app (`buildApp`) in a process of its
+ * own (api-process.ts, as the API runs apart from the workers when deployed), listening on
+ * 127.0.0.1, port 0, with rate limits raised out of the way and one bench-only baseline route.
  */
 
 export const baselineTable = 'bench_baseline_rows';
 export const baselinePath = '/bench/baseline';
 
+/** The API process, seen from the bench. */
+export interface ApiProcess {
+  pid: number;
+  /** Asks the API process about itself (api-process.ts). */
+  ask<T>(request: ApiRequest): Promise<T>;
+}
+
 export interface BenchServices {
   databaseName: string;
-  /** The app's pool (API requests and the baseline route). */
+  /** The bench's own pool (setup, counts, outbox waits); the API process has its own. */
   pool: Pool;
   /** The workers' pool (activities). */
   workerPool: Pool;
@@ -34,7 +42,7 @@ export interface BenchServices {
   temporal: Client;
   devServer: DevServer;
   temporalCli: string;
-  app: FastifyInstance;
+  api: ApiProcess;
   baseUrl: string;
   taskQueue: string;
   bareTaskQueue: string;
@@ -44,6 +52,7 @@ export interface BenchServices {
 export interface ServiceOptions {
   adminUrl: string;
   log: (line: string) => void;
+  /** The API process's pool. */
   appPoolMax: number;
   workerPoolMax: number;
 }
@@ -55,8 +64,8 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
 
   try {
     const { name: databaseName, url } = await createBenchDatabase(options.adminUrl, 'plc_bench_protocol', cleanups);
-    const pool = createPool({ connectionString: url, max: options.appPoolMax, applicationName: 'bench-protocol-api' });
-    cleanups.push({ name: 'app pool', run: () => pool.end() });
+    const pool = createPool({ connectionString: url, max: 4, applicationName: 'bench-protocol' });
+    cleanups.push({ name: 'bench pool', run: () => pool.end() });
     const workerPool = createPool({ connectionString: url, max: options.workerPoolMax, applicationName: 'bench-protocol-worker' });
     cleanups.push({ name: 'worker pool', run: () => workerPool.end() });
     const applied = await applyMigrations(pool);
@@ -69,7 +78,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
 
     const taskQueue = `bench-protocol-${randomUUID()}`;
     const bareTaskQueue = `bench-bare-${randomUUID()}`;
-    const config = loadConfig({
+    const configEnv: Record<string, string> = {
       APP_ENV: 'test',
       LOG_LEVEL: 'silent',
       DATABASE_URL: url,
@@ -84,7 +93,8 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       // Idle, the dev server takes 40 status signals a second (it saturates near 45 workflow
       // tasks/s); the default 20 would make draining a run's first hops take twice as long.
       PLC_STATUS_MAX_PER_SECOND: '40',
-    });
+    };
+    const config = loadConfig(configEnv);
     const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
 
     Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -116,16 +126,8 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
     cleanups.push({ name: 'client connection', run: () => connection.close() });
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 
-    const app = await buildApp({ deps: { config, pool, temporal, gateway }, logger: false });
-    cleanups.push({ name: 'app', run: () => app.close() });
-    // Bench-only: the same app instance, one INSERT and nothing else (no schema, no rate limit).
-    app.post(baselinePath, async (request) => {
-      const device = request.headers['x-device-id'];
-      await pool.query({ name: 'bench-baseline-insert', text: `INSERT INTO ${baselineTable} (device_id) VALUES ($1)`, values: [typeof device === 'string' ? device : '-'] });
-      return { ok: true };
-    });
-    const address = await app.listen({ host: '127.0.0.1', port: 0 });
-    log(`app listening on ${address}`);
+    const { api, baseUrl: address } = await startApiProcess({ env: configEnv, poolMax: options.appPoolMax, baselineTable, baselinePath }, cleanups);
+    log(`app listening on ${address} (API process ${api.pid})`);
 
     return {
       databaseName,
@@ -135,7 +137,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       temporal,
       devServer,
       temporalCli: cliPath,
-      app,
+      api,
       baseUrl: address,
       taskQueue,
       bareTaskQueue,
@@ -145,4 +147,57 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
     await stop();
     throw error;
   }
+}
+
+const apiProcessPath = fileURLToPath(new URL('./api-process.ts', import.meta.url));
+
+/** Forks the API process and waits (at most 60 s) until it listens. */
+async function startApiProcess(settings: ApiProcessSettings, cleanups: Cleanups): Promise<{ api: ApiProcess; baseUrl: string }> {
+  const child: ChildProcess = fork(apiProcessPath, [], {
+    env: { ...process.env, BENCH_API_SETTINGS: JSON.stringify(settings) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  let nextId = 1;
+  const exited = new Promise<never>((_, reject) => {
+    child.once('exit', (code, signal) => {
+      const error = new Error(`the API process exited (code ${code}, signal ${signal})`);
+      for (const waiter of pending.values()) waiter.reject(error);
+      pending.clear();
+      reject(error);
+    });
+  });
+  exited.catch(() => {});
+  const ready = new Promise<string>((resolve) => {
+    child.on('message', (message: { ready?: boolean; baseUrl?: string; id?: number; value?: unknown; error?: string }) => {
+      if (message.ready === true && message.baseUrl !== undefined) resolve(message.baseUrl);
+      if (message.id === undefined) return;
+      const waiter = pending.get(message.id);
+      pending.delete(message.id);
+      if (message.error !== undefined) waiter?.reject(new Error(`API process: ${message.error}`));
+      else waiter?.resolve(message.value);
+    });
+  });
+  const api: ApiProcess = {
+    pid: child.pid as number,
+    ask: <T>(request: ApiRequest) =>
+      new Promise<T>((resolve, reject) => {
+        const id = nextId++;
+        pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+        child.send({ id, request });
+      }),
+  };
+  cleanups.push({
+    name: 'API process',
+    run: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      await Promise.race([api.ask({ type: 'close' }).catch(() => {}), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+      child.kill('SIGTERM');
+      await gone;
+    },
+  });
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the API process did not listen within 60 s')), 60_000).unref());
+  const baseUrl = await Promise.race([ready, exited, timeout]);
+  return { api, baseUrl };
 }
