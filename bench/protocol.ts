@@ -58,6 +58,7 @@ const { values: args } = parseArgs({
     chains: { type: 'string', default: '64' },
     rounds: { type: 'string', default: '8' },
     'cpu-profile': { type: 'string' },
+    'heap-profile': { type: 'string' },
   },
   strict: true,
 });
@@ -72,6 +73,7 @@ const longPlcs = positiveInt('long-plcs', args['long-plcs'], 50_000);
 const chainCount = positiveInt('chains', args.chains, 10_000);
 const roundsMax = positiveInt('rounds', args.rounds, 1000);
 const profileDir = args['cpu-profile'];
+const heapProfileDir = args['heap-profile'];
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -212,7 +214,7 @@ async function main(): Promise<void> {
         // The profile is the API process's main thread.
         const profiled = (name: string) => ({
           onMeasureStart: async () => {
-            await api.ask({ type: 'profile-start', dir: profileDir, name });
+            await api.ask({ type: 'profile-start', dir: profileDir, heapDir: heapProfileDir, name });
           },
           onMeasureEnd: async () => {
             for (const line of await api.ask<string[]>({ type: 'profile-stop' })) log(line);

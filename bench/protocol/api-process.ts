@@ -6,7 +6,8 @@
  * the API alone, not to the workers, the bench's prepared chains or its load loops.
  *
  * Over IPC it answers the bench's questions about itself: CPU (process and main thread) and event
- * loop use, group-commit counters, Ed25519 verifier calls, a CPU profile of a window, and close.
+ * loop use, group-commit counters, Ed25519 verifier calls, a CPU and an allocation profile of a
+ * window, and close.
  */
 import { performance } from 'node:perf_hooks';
 import { Client, Connection } from '@temporalio/client';
@@ -16,7 +17,7 @@ import { createPool } from '../../db/pool.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
 import { nodeEd25519 } from '../../infra/ed25519-node.ts';
 import { loadConfig } from '../../infra/config.ts';
-import { startProfile, type ProfileHandle } from './profiler.ts';
+import { startHeapProfile, startProfile, type ProfileHandle } from './profiler.ts';
 
 export interface ApiProcessSettings {
   env: Record<string, string>;
@@ -29,7 +30,7 @@ export type ApiRequest =
   | { type: 'cpu' }
   | { type: 'group-commit' }
   | { type: 'ed25519-calls' }
-  | { type: 'profile-start'; dir: string | undefined; name: string }
+  | { type: 'profile-start'; dir: string | undefined; heapDir?: string | undefined; name: string }
   | { type: 'profile-stop' }
   | { type: 'close' };
 
@@ -58,9 +59,14 @@ async function main(): Promise<void> {
     await pool.query({ name: 'bench-baseline-insert', text: `INSERT INTO ${settings.baselineTable} (device_id) VALUES ($1)`, values: [typeof device === 'string' ? device : '-'] });
     return { ok: true };
   });
+  let responses = 0;
+  app.addHook('onResponse', async () => {
+    responses += 1;
+  });
   const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
 
   let profile: ProfileHandle | undefined;
+  let heapProfile: ProfileHandle | undefined;
   let closing = false;
   const close = async () => {
     if (closing) return;
@@ -81,10 +87,12 @@ async function main(): Promise<void> {
           return nodeEd25519.stats().calls;
         case 'profile-start':
           profile = await startProfile(request.dir, request.name);
+          heapProfile = await startHeapProfile(request.heapDir, request.name, () => responses);
           return null;
         case 'profile-stop': {
-          const lines = (await profile?.stop()) ?? [];
+          const lines = [...((await profile?.stop()) ?? []), ...((await heapProfile?.stop()) ?? [])];
           profile = undefined;
+          heapProfile = undefined;
           return lines;
         }
         case 'close':

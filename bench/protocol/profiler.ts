@@ -5,7 +5,9 @@ import path from 'node:path';
 /**
  * Optional (`--cpu-profile <dir>`): a V8 CPU profile of this process's main thread over one
  * measured window, written as <dir>/<name>.cpuprofile (open it in Chrome DevTools), with the
- * functions and packages that took the most self time printed as a summary.
+ * functions and packages that took the most self time printed as a summary; with
+ * `--heap-profile <dir>`, a sampling allocation profile of the same window as well
+ * (<dir>/<name>.heapprofile), summarised by the places and functions that allocated most.
  */
 
 interface ProfileNode {
@@ -34,6 +36,54 @@ function where(url: string): string {
   if (url.startsWith('node:')) return url;
   const project = url.indexOf('/work/');
   return project === -1 ? url : url.slice(url.indexOf('/', project + '/work/'.length) + 1);
+}
+
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/** Bytes allocated (sampled) per function and per place, over one window. */
+export async function startHeapProfile(dir: string | undefined, name: string, requests: () => number): Promise<ProfileHandle> {
+  if (dir === undefined) return noProfile;
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.enable');
+  // Every 16 KiB allocated on average; objects collected meanwhile are kept in the profile.
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 16_384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  const startedWith = requests();
+  return {
+    async stop() {
+      const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: HeapNode } };
+      session.disconnect();
+      await writeFile(path.join(dir, `${name}.heapprofile`), JSON.stringify(profile));
+      const byFunction = new Map<string, number>();
+      const byPlace = new Map<string, number>();
+      let total = 0;
+      const walk = (node: HeapNode) => {
+        total += node.selfSize;
+        const place = where(node.callFrame.url);
+        const fn = `${node.callFrame.functionName || '(anonymous)'} ${place}:${node.callFrame.lineNumber + 1}`;
+        byFunction.set(fn, (byFunction.get(fn) ?? 0) + node.selfSize);
+        byPlace.set(place, (byPlace.get(place) ?? 0) + node.selfSize);
+        for (const child of node.children) walk(child);
+      };
+      walk(profile.head);
+      const count = Math.max(1, requests() - startedWith);
+      const top = (map: Map<string, number>, n: number) =>
+        [...map.entries()]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, n)
+          .map(([key, bytes]) => `    ${((bytes / total) * 100).toFixed(1).padStart(5)}%  ${(bytes / count / 1024).toFixed(1).padStart(6)} KiB/request  ${key}`);
+      return [
+        `  [heap profile ${name}] ${(total / 1024 / 1024).toFixed(0)} MiB allocated (sampled) over ${count} requests, ${(total / count / 1024).toFixed(1)} KiB per request; by place:`,
+        ...top(byPlace, 12),
+        `  [heap profile ${name}] by function (self):`,
+        ...top(byFunction, 20),
+      ];
+    },
+  };
 }
 
 export async function startProfile(dir: string | undefined, name: string): Promise<ProfileHandle> {
