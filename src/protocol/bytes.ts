@@ -8,10 +8,12 @@ import { timestampMsMax, tokenIdBytes } from './constants.ts';
 
 const hexDigits = '0123456789abcdef';
 const lowercaseHexPattern = /^(?:[0-9a-f]{2})*$/;
+/** The two digits of every byte value: one concatenation per byte, and no one-character strings. */
+const hexPairs: readonly string[] = Array.from({ length: 256 }, (_, byte) => hexDigits[byte >> 4]! + hexDigits[byte & 0x0f]!);
 
 export function bytesToHex(bytes: Uint8Array): string {
   let out = '';
-  for (const byte of bytes) out += hexDigits[byte >> 4]! + hexDigits[byte & 0x0f]!;
+  for (let i = 0; i < bytes.length; i++) out += hexPairs[bytes[i]!]!;
   return out;
 }
 
@@ -138,11 +140,32 @@ export function isoToMs(iso: string): number {
   if (typeof iso !== 'string' || !isoMsPattern.test(iso)) {
     throw new ProtocolError('invalid_argument', 'expected an ISO 8601 UTC timestamp with milliseconds');
   }
-  const ms = Date.parse(iso);
-  if (!isTimestampMs(ms) || new Date(ms).toISOString() !== iso) {
+  // The pattern fixed every digit's place; each field must be in range for `msToIso` to have
+  // written it (no February 30th, no 24:00), and the year at least 1970 (no negative instants).
+  const year = decimalAt(iso, 0, 4);
+  const month = decimalAt(iso, 5, 2);
+  const day = decimalAt(iso, 8, 2);
+  const hour = decimalAt(iso, 11, 2);
+  const minute = decimalAt(iso, 14, 2);
+  const second = decimalAt(iso, 17, 2);
+  if (year < 1970 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) {
     throw new ProtocolError('invalid_argument', `not a valid instant: ${iso}`);
   }
+  const ms = Date.UTC(year, month - 1, day, hour, minute, second, decimalAt(iso, 20, 3));
+  if (!isTimestampMs(ms)) throw new ProtocolError('invalid_argument', `not a valid instant: ${iso}`);
   return ms;
+}
+
+/** The value of `count` decimal digits of `text` from `at` (the caller has checked they are digits). */
+function decimalAt(text: string, at: number, count: number): number {
+  let value = 0;
+  for (let i = at; i < at + count; i++) value = value * 10 + (text.charCodeAt(i) - 48);
+  return value;
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
 export function isCanonicalIso(value: unknown): value is string {

@@ -1,4 +1,5 @@
 /** createPlc, the canonical commitment bytes field by field, and the byte/amount helpers. */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   bytesToHex,
@@ -19,6 +20,7 @@ import {
 import { amountMinorMax as ledgerAmountMinorMax, currencyMinorUnits } from '../../src/money/currency.ts';
 import { amountMinorMax, currencyDecimals } from '../../src/protocol/index.ts';
 import { sha256 } from '@noble/hashes/sha2.js';
+import { isCanonicalIso } from '../../src/protocol/bytes.ts';
 import { createdAtMs, freshPlc, hourMs, issuer, seededBytes } from './support.ts';
 
 describe('createPlc', () => {
@@ -130,6 +132,14 @@ describe('amounts', () => {
 });
 
 describe('byte helpers', () => {
+  it('writes every byte as two lowercase digits, and reads them back', () => {
+    const all = Uint8Array.from({ length: 256 }, (_, byte) => byte);
+    const hex = bytesToHex(all);
+    expect(hex).toBe(Array.from(all, (byte) => byte.toString(16).padStart(2, '0')).join(''));
+    expect(hexToBytes(hex)).toEqual(all);
+    expect(bytesToHex(new Uint8Array(0))).toBe('');
+  });
+
   it('reads lowercase hex only', () => {
     expect(hexToBytes('00ff')).toEqual(Uint8Array.of(0, 255));
     for (const bad of ['0', '0G', '00FF', ' 00']) expect(() => hexToBytes(bad)).toThrow(expect.objectContaining({ code: 'invalid_hex' }));
@@ -143,6 +153,30 @@ describe('byte helpers', () => {
     expect(() => msToIso(253_402_300_800_000)).toThrow();
     for (const bad of ['2026-11-22T10:00:00Z', '2026-11-22 10:00:00.000Z', '2026-02-29T00:00:00.000Z', '+012026-11-22T10:00:00.000Z']) {
       expect(() => isoToMs(bad)).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    }
+  });
+
+  it('reads an instant exactly when msToIso would have written it that way (property)', () => {
+    const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
+    const text = fc
+      .tuple(fc.integer({ min: 0, max: 9999 }), two(13), two(32), two(25), two(60), two(60), fc.integer({ min: 0, max: 999 }))
+      .map(([y, mo, d, h, mi, s, ms]) => `${String(y).padStart(4, '0')}-${mo}-${d}T${h}:${mi}:${s}.${String(ms).padStart(3, '0')}Z`);
+    fc.assert(
+      fc.property(text, (iso) => {
+        const parsed = Date.parse(iso);
+        const expected = Number.isInteger(parsed) && parsed >= 0 && parsed <= 253_402_300_799_999 && new Date(parsed).toISOString() === iso ? parsed : undefined;
+        let got: number | undefined;
+        try {
+          got = isoToMs(iso);
+        } catch {
+          got = undefined;
+        }
+        expect(got, iso).toBe(expected);
+      }),
+      { numRuns: 20_000 },
+    );
+    for (const iso of ['1969-12-31T23:59:59.999Z', '0070-01-01T00:00:00.000Z', '2024-02-29T12:00:00.000Z', '2100-02-29T00:00:00.000Z', '2000-02-29T00:00:00.000Z']) {
+      expect(isCanonicalIso(iso), iso).toBe(iso.startsWith('2024') || iso.startsWith('2000'));
     }
   });
 
