@@ -74,11 +74,21 @@ export function u16be(value: number): Uint8Array {
 
 /** Unsigned 64-bit big-endian. Takes a safe integer or a bigint. */
 export function u64be(value: number | bigint): Uint8Array {
-  const big = typeof value === 'bigint' ? value : BigInt(value);
-  if (typeof value === 'number' && !Number.isSafeInteger(value)) throw new RangeError(`u64 not a safe integer: ${value}`);
-  if (big < 0n || big > 0xffff_ffff_ffff_ffffn) throw new RangeError(`u64 out of range: ${big}`);
   const out = new Uint8Array(8);
-  new DataView(out.buffer).setBigUint64(0, big, false);
+  if (typeof value === 'number') {
+    // Timestamps, mostly: a safe integer splits into two 32-bit halves without a BigInt.
+    if (!Number.isSafeInteger(value)) throw new RangeError(`u64 not a safe integer: ${value}`);
+    if (value < 0) throw new RangeError(`u64 out of range: ${value}`);
+    const high = Math.floor(value / 0x1_0000_0000);
+    const low = value - high * 0x1_0000_0000;
+    for (let i = 0; i < 4; i++) {
+      out[3 - i] = (high / 2 ** (8 * i)) & 0xff;
+      out[7 - i] = (low / 2 ** (8 * i)) & 0xff;
+    }
+    return out;
+  }
+  if (value < 0n || value > 0xffff_ffff_ffff_ffffn) throw new RangeError(`u64 out of range: ${value}`);
+  new DataView(out.buffer).setBigUint64(0, value, false);
   return out;
 }
 

@@ -20,7 +20,7 @@ import {
 import { amountMinorMax as ledgerAmountMinorMax, currencyMinorUnits } from '../../src/money/currency.ts';
 import { amountMinorMax, currencyDecimals } from '../../src/protocol/index.ts';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { isCanonicalIso } from '../../src/protocol/bytes.ts';
+import { isCanonicalIso, u64be } from '../../src/protocol/bytes.ts';
 import { createdAtMs, freshPlc, hourMs, issuer, seededBytes } from './support.ts';
 
 describe('createPlc', () => {
@@ -138,6 +138,25 @@ describe('byte helpers', () => {
     expect(hex).toBe(Array.from(all, (byte) => byte.toString(16).padStart(2, '0')).join(''));
     expect(hexToBytes(hex)).toEqual(all);
     expect(bytesToHex(new Uint8Array(0))).toBe('');
+  });
+
+  it('writes unsigned 64-bit big-endian integers, from a number or a bigint, as DataView does (property)', () => {
+    const reference = (value: bigint) => {
+      const out = new Uint8Array(8);
+      new DataView(out.buffer).setBigUint64(0, value, false);
+      return out;
+    };
+    fc.assert(
+      fc.property(fc.oneof(fc.integer({ min: 0, max: 2 ** 32 + 2 }), fc.maxSafeNat()), (value) => {
+        expect(u64be(value)).toEqual(reference(BigInt(value)));
+        expect(u64be(BigInt(value))).toEqual(reference(BigInt(value)));
+      }),
+      { numRuns: 5_000 },
+    );
+    expect(u64be(0xffff_ffff_ffff_ffffn)).toEqual(new Uint8Array(8).fill(0xff));
+    for (const bad of [-1, 2 ** 53, 0.5, Number.NaN]) expect(() => u64be(bad), String(bad)).toThrow(RangeError);
+    expect(() => u64be(-1n)).toThrow(RangeError);
+    expect(() => u64be(2n ** 64n)).toThrow(RangeError);
   });
 
   it('reads lowercase hex only', () => {
