@@ -434,7 +434,10 @@ function describeGroupCommits(before: GroupCommitStats, after: GroupCommitStats)
     .map(([name, counter]) => {
       const batches = counter.batches - (before[name]?.batches ?? 0);
       const items = counter.items - (before[name]?.items ?? 0);
-      return `${name} ${items} in ${batches} statements (${batches === 0 ? '-' : (items / batches).toFixed(1)} per statement)`;
+      const runMs = counter.runMs - (before[name]?.runMs ?? 0);
+      const queued = counter.queuedBatches - (before[name]?.queuedBatches ?? 0);
+      if (batches === 0) return `${name}: none`;
+      return `${name} ${items} in ${batches} statements (${(items / batches).toFixed(1)} per statement, ${(runMs / batches).toFixed(1)} ms each, ${((queued / batches) * 100).toFixed(0)}% waited for a slot)`;
     })
     .join(', ');
 }

@@ -23,15 +23,24 @@ export interface GroupCommit<I, O> {
   submit(item: I): Promise<O>;
 }
 
-/** Batches and items per group name since the process started (for benchmarks and diagnostics). */
-const counters = new Map<string, { batches: number; items: number }>();
+export interface GroupCommitCounter {
+  batches: number;
+  items: number;
+  /** Milliseconds the batches took, summed (statement and answer, from the batch's start). */
+  runMs: number;
+  /** Batches that waited for a free slot (all `inFlightMax` were running). */
+  queuedBatches: number;
+}
 
-export function groupCommitStats(): Record<string, { batches: number; items: number }> {
+/** Counters per group name since the process started (for benchmarks and diagnostics). */
+const counters = new Map<string, GroupCommitCounter>();
+
+export function groupCommitStats(): Record<string, GroupCommitCounter> {
   return Object.fromEntries([...counters].map(([name, counter]) => [name, { ...counter }]));
 }
 
 export function createGroupCommit<I, O>(run: (items: readonly I[]) => Promise<readonly (O | Error)[]>, options: GroupCommitOptions): GroupCommit<I, O> {
-  const counter = counters.get(options.name) ?? { batches: 0, items: 0 };
+  const counter = counters.get(options.name) ?? { batches: 0, items: 0, runMs: 0, queuedBatches: 0 };
   counters.set(options.name, counter);
   let running = 0;
   const waiting: (() => void)[] = [];
@@ -39,9 +48,11 @@ export function createGroupCommit<I, O>(run: (items: readonly I[]) => Promise<re
     async (items) => {
       counter.batches += 1;
       counter.items += items.length;
+      const started = performance.now();
       try {
         return await run(items);
       } finally {
+        counter.runMs += performance.now() - started;
         // Hand this batch's slot straight to the oldest waiting batch, if any.
         const next = waiting.shift();
         if (next === undefined) running -= 1;
@@ -56,6 +67,7 @@ export function createGroupCommit<I, O>(run: (items: readonly I[]) => Promise<re
           running += 1;
           setImmediate(dispatch);
         } else {
+          counter.queuedBatches += 1;
           waiting.push(dispatch);
         }
       },
