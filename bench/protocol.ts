@@ -37,6 +37,7 @@ import type { groupCommitStats } from '../db/group-commit.ts';
 import { baselinePath, startServices, type BenchServices } from './protocol/services.ts';
 import { prepareTransfer, runLoad, type Entry, type LoadRun, type PreparedTransfer } from './protocol/transfer-load.ts';
 import { formatNumber, formatTable, machineInfo } from './support/report.ts';
+import { percentile } from './support/stats.ts';
 
 const targets = { nodeOverRaw: 0.8, transferPerSecond: 1500, transferP99Ms: 50, createOverBare: 0.7, createP50MsAt2: 80 } as const;
 
@@ -54,6 +55,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '16' },
     'create-duration-s': { type: 'string', default: '10' },
     'short-plcs': { type: 'string', default: '5000' },
+    repeats: { type: 'string', default: '1' },
     'long-plcs': { type: 'string', default: '600' },
     chains: { type: 'string', default: '64' },
     rounds: { type: 'string', default: '8' },
@@ -69,6 +71,7 @@ const warmupS = positiveInt('warmup-s', args['warmup-s'], 60);
 const connections = positiveInt('connections', args.connections, 256);
 const createDurationS = positiveInt('create-duration-s', args['create-duration-s'], 600);
 const shortPlcs = positiveInt('short-plcs', args['short-plcs'], 50_000);
+const repeats = positiveInt('repeats', args.repeats, 9);
 const longPlcs = positiveInt('long-plcs', args['long-plcs'], 50_000);
 const chainCount = positiveInt('chains', args.chains, 10_000);
 const roundsMax = positiveInt('rounds', args.rounds, 1000);
@@ -203,8 +206,10 @@ async function main(): Promise<void> {
 
       if (parts.has('b')) {
         log(`\n(b) POST /api/v1/transfer/ under load: ${connections} connections, ${warmupS} s warm-up + ${durationS} s each`);
+        // transfer-short `repeats` times, each round on PLCs of its own (same chain lengths), so
+        // that the targets can be checked on the median round of a machine whose runs vary.
         const scenarios = [
-          { name: 'transfer-short', plcs: shortPlcs, preHops: 0, hops: 4 },
+          ...Array.from({ length: repeats }, (_, round) => ({ name: repeats === 1 ? 'transfer-short' : `transfer-short #${round + 1}`, plcs: shortPlcs, preHops: 0, hops: 4 })),
           { name: 'transfer-long', plcs: longPlcs, preHops: 12, hops: 4 },
         ];
         const prepared: PreparedTransfer[] = [];
@@ -363,11 +368,16 @@ async function main(): Promise<void> {
           `verifyPlc noble ${breakdown.nobleMs.toFixed(2)} ms, node ${breakdown.nodeMs.toFixed(2)} ms`,
       );
     }
-    const short = transfer[0]!.run.result;
+    // The short rounds: one, or the median of several (throughput and p99 each their own median).
+    const shortRounds = transfer.filter(({ name }) => name.startsWith('transfer-short')).map(({ run }) => run.result);
+    const perSecond = median(shortRounds.map((round) => round.perSecond));
+    const p99 = median(shortRounds.map((round) => round.latencyP99Ms));
+    const failed = shortRounds.reduce((sum, round) => sum + round.non2xx + round.errors, 0);
+    const of = shortRounds.length === 1 ? '' : `, median of ${shortRounds.length} rounds`;
     checks.push(
-      ['(b) transfer req/s (chains of 1-4 records)', formatNumber(short.perSecond), `>= ${formatNumber(targets.transferPerSecond)}`, verdict(short.perSecond >= targets.transferPerSecond)],
-      ['(b) transfer p99', `${short.latencyP99Ms} ms`, `< ${targets.transferP99Ms} ms`, verdict(short.latencyP99Ms < targets.transferP99Ms)],
-      ['(b) transfer non-2xx', String(short.non2xx), '0', verdict(short.non2xx === 0 && short.errors === 0)],
+      [`(b) transfer req/s (chains of 1-4 records${of})`, formatNumber(perSecond), `>= ${formatNumber(targets.transferPerSecond)}`, verdict(perSecond >= targets.transferPerSecond)],
+      [`(b) transfer p99${of}`, `${p99} ms`, `< ${targets.transferP99Ms} ms`, verdict(p99 < targets.transferP99Ms)],
+      ['(b) transfer non-2xx', String(failed), '0', verdict(failed === 0)],
     );
   }
   if (creates.length > 0) {
@@ -428,6 +438,11 @@ main().then(
 
 /** Items per statement of each group commit between two `groupCommitStats()` readings. */
 type GroupCommitStats = ReturnType<typeof groupCommitStats>;
+
+/** The nearest-rank median: an observed value (the lower middle one of an even count). */
+function median(values: readonly number[]): number {
+  return percentile([...values].sort((a, b) => a - b), 50);
+}
 
 function describeGroupCommits(before: GroupCommitStats, after: GroupCommitStats): string {
   return Object.entries(after)

@@ -108,8 +108,9 @@ export async function prepareTransfer(options: {
   const bodies = positioned.sort((a, b) => a.at - b.at).map(({ entry }) => entry);
   const last = scenario.preHops + scenario.hops;
   const repeat: Entry[] = chains.map((states, k) => [deviceOf(k), JSON.stringify({ plc: plcToJson(states[last] as Plc) }), last]);
-  const bodiesFile = path.join(options.workDir, `${scenario.name}-bodies.json`);
-  const repeatFile = path.join(options.workDir, `${scenario.name}-repeat.json`);
+  const fileName = scenario.name.replace(/[^A-Za-z0-9-]+/g, '_');
+  const bodiesFile = path.join(options.workDir, `${fileName}-bodies.json`);
+  const repeatFile = path.join(options.workDir, `${fileName}-repeat.json`);
   await writeFile(bodiesFile, JSON.stringify(bodies));
   await writeFile(repeatFile, JSON.stringify(repeat));
   return { scenario, bodiesFile, repeatFile, bodies: bodies.length };
