@@ -105,7 +105,7 @@ export async function cpuSnapshot(sources: CpuSources): Promise<CpuSnapshot> {
 export async function cpuSince(before: CpuSnapshot, sources: CpuSources): Promise<CpuSpent> {
   const after = await cpuSnapshot(sources);
   const self = process.cpuUsage(before.self);
-  const seconds = (after: NodeJS.CpuUsage, before: NodeJS.CpuUsage) => (after.user - before.user + after.system - before.system) / 1e6;
+  const seconds = (end: NodeJS.CpuUsage, start: NodeJS.CpuUsage) => (end.user - start.user + end.system - start.system) / 1e6;
   let postgresS = 0;
   // Backends present at both ends (the pools are warm by then); new ones count from zero.
   for (const [pid, seconds] of after.postgres) postgresS += seconds - (before.postgres.get(pid) ?? 0);

@@ -38,6 +38,32 @@ function where(url: string): string {
   return project === -1 ? url : url.slice(url.indexOf('/', project + '/work/'.length) + 1);
 }
 
+type CallFrame = ProfileNode['callFrame'];
+
+/** Amounts (time, bytes) summed per function and per place, with the top lines of each. */
+function frameTally() {
+  const byFunction = new Map<string, number>();
+  const byPlace = new Map<string, number>();
+  const tally = {
+    total: 0,
+    add(frame: CallFrame, amount: number) {
+      tally.total += amount;
+      const place = where(frame.url);
+      const fn = `${frame.functionName || '(anonymous)'} ${place}:${frame.lineNumber + 1}`;
+      byFunction.set(fn, (byFunction.get(fn) ?? 0) + amount);
+      byPlace.set(place, (byPlace.get(place) ?? 0) + amount);
+    },
+    /** The `count` largest, each as a share of the total, with `extra` (e.g. a per-request figure) before the name. */
+    top(of: 'place' | 'function', count: number, extra: (amount: number) => string = () => '') {
+      return [...(of === 'place' ? byPlace : byFunction).entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, count)
+        .map(([key, amount]) => `    ${((amount / tally.total) * 100).toFixed(1).padStart(5)}%  ${extra(amount)}${key}`);
+    },
+  };
+  return tally;
+}
+
 interface HeapNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
   selfSize: number;
@@ -58,29 +84,19 @@ export async function startHeapProfile(dir: string | undefined, name: string, re
       const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: HeapNode } };
       session.disconnect();
       await writeFile(path.join(dir, `${name}.heapprofile`), JSON.stringify(profile));
-      const byFunction = new Map<string, number>();
-      const byPlace = new Map<string, number>();
-      let total = 0;
+      const tally = frameTally();
       const walk = (node: HeapNode) => {
-        total += node.selfSize;
-        const place = where(node.callFrame.url);
-        const fn = `${node.callFrame.functionName || '(anonymous)'} ${place}:${node.callFrame.lineNumber + 1}`;
-        byFunction.set(fn, (byFunction.get(fn) ?? 0) + node.selfSize);
-        byPlace.set(place, (byPlace.get(place) ?? 0) + node.selfSize);
+        tally.add(node.callFrame, node.selfSize);
         for (const child of node.children) walk(child);
       };
       walk(profile.head);
       const count = Math.max(1, requests() - startedWith);
-      const top = (map: Map<string, number>, n: number) =>
-        [...map.entries()]
-          .sort((a, b) => b[1] - a[1])
-          .slice(0, n)
-          .map(([key, bytes]) => `    ${((bytes / total) * 100).toFixed(1).padStart(5)}%  ${(bytes / count / 1024).toFixed(1).padStart(6)} KiB/request  ${key}`);
+      const perRequest = (bytes: number) => `${(bytes / count / 1024).toFixed(1).padStart(6)} KiB/request  `;
       return [
-        `  [heap profile ${name}] ${(total / 1024 / 1024).toFixed(0)} MiB allocated (sampled) over ${count} requests, ${(total / count / 1024).toFixed(1)} KiB per request; by place:`,
-        ...top(byPlace, 12),
+        `  [heap profile ${name}] ${(tally.total / 1024 / 1024).toFixed(0)} MiB allocated (sampled) over ${count} requests, ${(tally.total / count / 1024).toFixed(1)} KiB per request; by place:`,
+        ...tally.top('place', 12, perRequest),
         `  [heap profile ${name}] by function (self):`,
-        ...top(byFunction, 20),
+        ...tally.top('function', 20, perRequest),
       ];
     },
   };
@@ -100,28 +116,15 @@ export async function startProfile(dir: string | undefined, name: string): Promi
       await writeFile(path.join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
       const selfUs = new Map<number, number>();
       profile.samples.forEach((id, index) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0)));
-      const byFunction = new Map<string, number>();
-      const byPlace = new Map<string, number>();
-      let total = 0;
+      const tally = frameTally();
       for (const node of profile.nodes) {
-        const us = selfUs.get(node.id) ?? 0;
-        if (node.callFrame.functionName === '(idle)') continue;
-        total += us;
-        const place = where(node.callFrame.url);
-        const fn = `${node.callFrame.functionName || '(anonymous)'} ${place}:${node.callFrame.lineNumber + 1}`;
-        byFunction.set(fn, (byFunction.get(fn) ?? 0) + us);
-        byPlace.set(place, (byPlace.get(place) ?? 0) + us);
+        if (node.callFrame.functionName !== '(idle)') tally.add(node.callFrame, selfUs.get(node.id) ?? 0);
       }
-      const top = (map: Map<string, number>, count: number) =>
-        [...map.entries()]
-          .sort((a, b) => b[1] - a[1])
-          .slice(0, count)
-          .map(([key, us]) => `    ${((us / total) * 100).toFixed(1).padStart(5)}%  ${key}`);
       return [
-        `  [profile ${name}] main thread busy ${(total / 1000).toFixed(0)} ms sampled; by place:`,
-        ...top(byPlace, 12),
+        `  [profile ${name}] main thread busy ${(tally.total / 1000).toFixed(0)} ms sampled; by place:`,
+        ...tally.top('place', 12),
         `  [profile ${name}] by function (self time):`,
-        ...top(byFunction, 15),
+        ...tally.top('function', 15),
       ];
     },
   };

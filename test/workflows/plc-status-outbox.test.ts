@@ -128,20 +128,24 @@ describe('PLC status outbox', () => {
     expect(await outboxRow(tokenId)).toBeUndefined();
   });
 
-  it('while the process is busy, delivers one row per poll at the busy rate; the rest follows once it has been calm for calmMs', async () => {
-    const tokens = await hoppedTokens(4);
-    const { temporal: counting, signalled } = countingTemporal();
-    let utilization = 0.95;
-    const dispatcher = startPlcStatusDispatcher({
+  /** A fast-polling dispatcher that yields at 70% busy (2 signals/s), with the event loop's use given by `utilization`. */
+  const startBusyAwareDispatcher = (temporal: Client, calmMs: number, utilization: () => number) =>
+    startPlcStatusDispatcher({
       pool: t.db.pool,
-      temporal: counting,
+      temporal,
       log: quietLog,
       pollMs: 20,
       batchSize: 16,
       maxPerSecond: 1000,
-      whenBusy: { utilization: 0.7, perSecond: 2, calmMs: 300 },
-      utilizationSinceLastCall: () => utilization,
+      whenBusy: { utilization: 0.7, perSecond: 2, calmMs },
+      utilizationSinceLastCall: utilization,
     });
+
+  it('while the process is busy, delivers one row per poll at the busy rate; the rest follows once it has been calm for calmMs', async () => {
+    const tokens = await hoppedTokens(4);
+    const { temporal: counting, signalled } = countingTemporal();
+    let utilization = 0.95;
+    const dispatcher = startBusyAwareDispatcher(counting, 300, () => utilization);
     try {
       await new Promise((resolve) => setTimeout(resolve, 700));
       // Busy at 2/s: the first poll at once, the next after 500 ms; never the whole batch.
@@ -160,17 +164,8 @@ describe('PLC status outbox', () => {
     const tokens = await hoppedTokens(6);
     const { temporal: counting, signalled } = countingTemporal();
     let calls = 0;
-    const dispatcher = startPlcStatusDispatcher({
-      pool: t.db.pool,
-      temporal: counting,
-      log: quietLog,
-      pollMs: 20,
-      batchSize: 16,
-      maxPerSecond: 1000,
-      whenBusy: { utilization: 0.7, perSecond: 2, calmMs: 10_000 },
-      // Busy every other poll: without the calm period, every second poll would take the whole batch.
-      utilizationSinceLastCall: () => ((calls += 1) % 2 === 1 ? 0.95 : 0.3),
-    });
+    // Busy every other poll: without the calm period, every second poll would take the whole batch.
+    const dispatcher = startBusyAwareDispatcher(counting, 10_000, () => ((calls += 1) % 2 === 1 ? 0.95 : 0.3));
     try {
       await new Promise((resolve) => setTimeout(resolve, 1100));
     } finally {
