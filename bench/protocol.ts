@@ -18,7 +18,7 @@
  * against the targets and the CPU each process spent per request (where the time goes).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -77,6 +77,8 @@ const chainCount = positiveInt('chains', args.chains, 10_000);
 const roundsMax = positiveInt('rounds', args.rounds, 1000);
 const profileDir = args['cpu-profile'];
 const heapProfileDir = args['heap-profile'];
+// Made before anything starts: a profile written into a missing directory would fail the run at its end.
+for (const dir of [profileDir, heapProfileDir]) if (dir !== undefined) await mkdir(dir, { recursive: true });
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
