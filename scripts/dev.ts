@@ -11,6 +11,7 @@ import { startEmbeddedPostgres } from '../infra/embedded-postgres.ts';
 import { createLogger } from '../infra/logger.ts';
 import { resolveTemporalCli, temporalCliHelp } from '../infra/temporal-cli.ts';
 import { startTemporalDevServer } from '../infra/temporal-dev-server.ts';
+import { workerPreloadUrl } from '../worker/workflow-thread-guard.ts';
 
 /**
  * `npm start`: the whole service on one machine with nothing configured. Uses DATABASE_URL and
@@ -150,15 +151,18 @@ async function main(): Promise<void> {
   const host = config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST;
   const base = `http://${host}:${config.PORT}`;
   // No gateway configured: run the simulator beside the service, each pointed at the other.
-  const processes: [string, string, Record<string, string>][] = [
-    ['api', 'api/server.ts', env],
-    ['worker', 'worker/main.ts', env],
+  // [name, the program under the repository, node's options before it, its environment]
+  const processes: [string, string, string[], Record<string, string>][] = [
+    ['api', 'api/server.ts', [], env],
+    // The worker as production starts it: with the workflow-thread guard preloaded.
+    ['worker', 'worker/main.ts', ['--import', workerPreloadUrl], env],
   ];
   if (process.env.GATEWAY_BASE_URL === undefined || process.env.GATEWAY_BASE_URL === '') {
     const simulatorUrl = new URL(config.GATEWAY_BASE_URL);
     processes.push([
       'simulator',
       'simulator/main.ts',
+      [],
       {
         ...env,
         SIMULATOR_HOST: simulatorUrl.hostname,
@@ -171,8 +175,8 @@ async function main(): Promise<void> {
     ]);
     say(`gateway: the simulator on ${config.GATEWAY_BASE_URL} (set GATEWAY_BASE_URL for a real gateway)`);
   }
-  for (const [name, file, childEnv] of processes) {
-    const child = spawn(process.execPath, [path.join(root, file)], { env: childEnv, stdio: ['ignore', 'inherit', 'inherit'] });
+  for (const [name, file, nodeOptions, childEnv] of processes) {
+    const child = spawn(process.execPath, [...nodeOptions, path.join(root, file)], { env: childEnv, stdio: ['ignore', 'inherit', 'inherit'] });
     child.once('exit', (code, signal) => {
       if (!stopping) {
         say(`${name} exited (code ${String(code)}, signal ${String(signal)}): stopping everything`);

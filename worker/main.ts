@@ -5,9 +5,11 @@ import { prepareDatabase } from '../infra/bootstrap.ts';
 import { ConfigError, loadConfig } from '../infra/config.ts';
 import { createLogger } from '../infra/logger.ts';
 import { createWorker } from './create-worker.ts';
+import { workflowThreadGuardInstalled } from './workflow-thread-guard.ts';
 
 /**
- * The worker process: `npm run start:worker`. Needs DATABASE_URL and TEMPORAL_ADDRESS. On
+ * The worker process: `npm run start:worker` (node --import ./worker/preload.ts worker/main.ts;
+ * the preload is the workflow-thread guard, worker/workflow-thread-guard.ts). Needs DATABASE_URL and TEMPORAL_ADDRESS. On
  * SIGTERM/SIGINT the SDK stops polling, waits for running activities (up to SHUTDOWN_GRACE_MS),
  * and `run()` resolves; then the pool closes.
  */
@@ -33,7 +35,9 @@ async function main(): Promise<void> {
       gateway: createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS }),
       shutdownGraceTimeMs: config.SHUTDOWN_GRACE_MS,
     });
-    logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
+    const guard = workflowThreadGuardInstalled();
+    if (!guard) logger.warn('started without worker/preload.ts: workflow threads use the SDK\'s per-call timeout (a thread per call); start with `node --import ./worker/preload.ts worker/main.ts`');
+    logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, workflowThreadGuard: guard }, 'worker started');
     await worker.run();
     logger.info('worker stopped');
   } finally {

@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
+import { workerPreloadUrl } from '../../worker/workflow-thread-guard.ts';
 import type { TestApp } from './app.ts';
 
 /**
- * The worker as a real child process (`node worker/main.ts`), so a test can kill it with SIGKILL
+ * The worker as a real child process, started as deployed (`node --import ./worker/preload.ts worker/main.ts`), so a test can kill it with SIGKILL
  * in the middle of a workflow, as a crash would, and start another.
  */
 export interface WorkerProcess {
@@ -15,7 +16,7 @@ export interface WorkerProcess {
 
 export async function startWorkerProcess(t: TestApp, startedTimeoutMs = 60_000): Promise<WorkerProcess> {
   const file = fileURLToPath(new URL('../../worker/main.ts', import.meta.url));
-  const child = spawn(process.execPath, [file], {
+  const child = spawn(process.execPath, ['--import', workerPreloadUrl, file], {
     env: {
       ...process.env,
       APP_ENV: 'test',
