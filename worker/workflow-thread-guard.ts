@@ -24,7 +24,7 @@ import vm from 'node:vm';
  *   `restart: unless-stopped`) starts a new worker; the server hands the stuck workflow's tasks
  *   and every other workflow's to it after their timeouts.
  *
- * The trade-off, stated where operators read it (docs/operations.md): the SDK's own detector
+ * The trade-off, stated where operators read it (README, under "Two commands"): the SDK's own detector
  * fails only the workflow task that looped and keeps the worker serving other workflows; this
  * guard ends the whole worker process, so a workflow that loops deterministically would end every
  * worker that picks it up, until it is fixed or terminated (`temporal workflow terminate`).
