@@ -1,6 +1,6 @@
 /**
  * Protocol benchmark (not a test). Run: `npm run bench:protocol`, or
- * `node bench/protocol.ts [--parts a,b,c] [--duration-s 10] [--warmup-s 2] [--connections 16]
+ * `node --import ./worker/preload.ts bench/protocol.ts [--parts a,b,c] [--duration-s 10] [--warmup-s 2] [--connections 16]
  *   [--create-duration-s 10] [--short-plcs 5000] [--long-plcs 600] [--chains 64] [--rounds 8]`.
  *
  * (a) chain verification in the library: hops/s for 16-hop chains with @noble/ed25519 and with

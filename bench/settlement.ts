@@ -1,6 +1,6 @@
 /**
  * Settlement benchmark (not a test). Run: `npm run bench:settlement`, or
- * `node bench/settlement.ts [--duration-s 30] [--max-per-phase 400] [--concurrency 4,16] [--hops 2]
+ * `node --import ./worker/preload.ts bench/settlement.ts [--duration-s 30] [--max-per-phase 400] [--concurrency 4,16] [--hops 2]
  *   [--plcs-per-issuer 4] [--validation-delay-ms 5] [--sample 40] [--warmup 16]`.
  *
  * In one run, against a fresh database on BENCH_DATABASE_URL (default
