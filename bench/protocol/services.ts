@@ -55,6 +55,8 @@ export interface ServiceOptions {
   /** The API process's pool. */
   appPoolMax: number;
   workerPoolMax: number;
+  /** PLC_STATUS_YIELD_UTILIZATION for the API process; the service's default when absent. */
+  statusYieldUtilization?: number | undefined;
 }
 
 export async function startServices(options: ServiceOptions): Promise<BenchServices> {
@@ -93,6 +95,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       // Idle, the dev server takes 40 status signals a second (it saturates near 45 workflow
       // tasks/s); the default 20 would make draining a run's first hops take twice as long.
       PLC_STATUS_MAX_PER_SECOND: '40',
+      ...(options.statusYieldUtilization === undefined ? {} : { PLC_STATUS_YIELD_UTILIZATION: String(options.statusYieldUtilization) }),
     };
     const config = loadConfig(configEnv);
     const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
