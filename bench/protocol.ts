@@ -39,7 +39,7 @@ import { baselinePath, startServices, type BenchServices } from './protocol/serv
 import { prepareTransfer, runLoad, type Entry, type LoadRun, type PreparedTransfer } from './protocol/transfer-load.ts';
 import { formatNumber, formatTable, machineInfo } from './support/report.ts';
 import { percentile } from './support/stats.ts';
-import { workflowThreadGuardInstalled } from '../worker/workflow-thread-guard.ts';
+import { describeWorkflowThreadGuard } from '../worker/workflow-thread-guard.ts';
 
 const targets = { nodeOverRaw: 0.8, transferPerSecond: 1500, transferP99Ms: 50, createOverBare: 0.7, createP50MsAt2: 80 } as const;
 
@@ -155,7 +155,7 @@ async function main(): Promise<void> {
   log(`command: node bench/protocol.ts ${process.argv.slice(2).join(' ')}`.trimEnd());
   log(`machine: ${machine.cpuModel}, ${machine.cpuCount} CPUs, ${machine.memoryGiB} GiB, ${machine.platform}`);
   log(`load average at start: ${machine.loadAverage} (other work on this machine shares its CPUs)`);
-  log(`workflow-thread guard: ${workflowThreadGuardInstalled() ? 'on (worker/preload.ts)' : 'off: workflow threads use the SDK per-call timeout; run through npm run, or with --import ./worker/preload.ts'}`);
+  log(describeWorkflowThreadGuard());
   let postgresVersion = '?';
   try {
     const admin = new pg.Client({ connectionString: adminUrl });

@@ -54,7 +54,7 @@ import { forEachBounded, preparePlcs, signRedeemBodies, type PreparedPlc } from 
 import { fetchTimeline } from './settlement/history.ts';
 import { nowMs, Probes } from './settlement/probes.ts';
 import { bareOpenPath, startServices, type BenchServices } from './settlement/services.ts';
-import { workflowThreadGuardInstalled } from '../worker/workflow-thread-guard.ts';
+import { describeWorkflowThreadGuard } from '../worker/workflow-thread-guard.ts';
 
 const targets = { redemptionsOverBare: 0.7, webhookToSettledP95Ms: 500 } as const;
 
@@ -427,7 +427,7 @@ async function main(): Promise<void> {
   }
   log(`settlement benchmark, ${new Date().toISOString()}`);
   log(`machine: ${machine.cpuModel}, ${machine.cpuCount} CPUs, ${machine.memoryGiB} GiB, ${machine.platform}, Node ${machine.node}, load average ${machine.loadAverage}`);
-  log(`workflow-thread guard: ${workflowThreadGuardInstalled() ? 'on (worker/preload.ts)' : 'off: workflow threads use the SDK per-call timeout; run through npm run, or with --import ./worker/preload.ts'}`);
+  log(describeWorkflowThreadGuard());
   log(
     `settings: --duration-s ${durationS} --max-per-phase ${maxPerPhase} --concurrency ${concurrencies.join(',')} --hops ${hops} --plcs-per-issuer ${plcsPerIssuer} ` +
       `--validation-delay-ms ${validationDelayMs} --sample ${sampleSize} --warmup ${warmupCount} --pool-max ${poolMax}`,

@@ -19,9 +19,9 @@ import vm from 'node:vm';
  *   instead records, in memory shared with the main thread, when the thread's current call began
  *   and the limit it asked for.
  * - The main thread checks those records every 250 ms. A call past its limit is the deadlock the
- *   SDK would have detected: the guard reports it (`onWorkflowThreadStuck`, by default a line on
- *   stderr) and ends the process with exit code 70. The process supervisor (compose's
- *   `restart: unless-stopped`) starts a new worker; the server hands the stuck workflow's tasks
+ *   SDK would have detected: the guard writes a `fatal` JSON line on stderr and ends the process
+ *   with exit code 70. The process supervisor (compose's `restart: unless-stopped`) starts a new
+ *   worker; the server hands the stuck workflow's tasks
  *   and every other workflow's to it after their timeouts.
  *
  * The trade-off, stated where operators read it (README, under "Two commands"): the SDK's own detector
@@ -62,9 +62,9 @@ interface ThreadRecord {
 const sdkWorkflowRuntime = /@temporalio[\\/]worker[\\/]lib[\\/]workflow[\\/]/;
 
 let installed = false;
-let stuckHandler: (call: StuckCall) => void = defaultStuckHandler;
 
-function defaultStuckHandler(call: StuckCall): void {
+/** A deadlock: one line for the logs (stderr is synchronous for files and pipes), then the exit. */
+function endStuckWorker(call: StuckCall): never {
   process.stderr.write(
     `${JSON.stringify({
       level: 'fatal',
@@ -81,9 +81,11 @@ export function workflowThreadGuardInstalled(): boolean {
   return installed;
 }
 
-/** Replaces what happens when a workflow thread is stuck (the worker logs through its logger, then exits). */
-export function onWorkflowThreadStuck(handler: (call: StuckCall) => void): void {
-  stuckHandler = handler;
+/** The guard's state in a line, for the benchmarks' headers. */
+export function describeWorkflowThreadGuard(): string {
+  return installed
+    ? 'workflow-thread guard: on (worker/preload.ts)'
+    : 'workflow-thread guard: off: workflow threads use the SDK per-call timeout; run through npm run, or with --import ./worker/preload.ts';
 }
 
 /**
@@ -117,7 +119,7 @@ function installWatchdog(): void {
   };
   channel.unref();
   setInterval(() => {
-    for (const call of findStuck(records, Date.now())) stuckHandler(call);
+    for (const call of findStuck(records, Date.now())) endStuckWorker(call);
   }, checkIntervalMs).unref();
 }
 
