@@ -21,8 +21,8 @@ import vm from 'node:vm';
  * - The main thread checks those records every 250 ms. A call past its limit is the deadlock the
  *   SDK would have detected: the guard writes a `fatal` JSON line on stderr and ends the process
  *   with exit code 70. The process supervisor (compose's `restart: unless-stopped`) starts a new
- *   worker; the server hands the stuck workflow's tasks
- *   and every other workflow's to it after their timeouts.
+ *   worker; the server hands the stuck workflow's tasks and every other workflow's to it after
+ *   their timeouts.
  *
  * The trade-off, stated where operators read it (README, under "Two commands"): the SDK's own detector
  * fails only the workflow task that looped and keeps the worker serving other workflows; this
