@@ -2,7 +2,9 @@
  * Protocol benchmark (not a test). Run: `npm run bench:protocol`, or
  * `node --import ./worker/preload.ts bench/protocol.ts [--parts a,b,c] [--duration-s 10] [--warmup-s 2] [--connections 16]
  *   [--create-duration-s 10] [--short-plcs 5000] [--long-plcs 600] [--chains 64] [--rounds 8]
- *   [--status-yield <0..1>]` (the API's PLC_STATUS_YIELD_UTILIZATION, for A/B runs; default the service's).
+ *   [--status-yield <0..1>] [--worker-cache N]`: `--status-yield` sets the API's PLC_STATUS_YIELD_UTILIZATION
+ *   and `--worker-cache` both workers' sticky cache (TEMPORAL_MAX_CACHED_WORKFLOWS), for A/B runs; the
+ *   service's and the SDK's defaults when absent.
  *
  * (a) chain verification in the library: hops/s for 16-hop chains with @noble/ed25519 and with
  *     the server's node:crypto verifier (infra/ed25519-node.ts), beside node's raw
@@ -64,6 +66,7 @@ const { values: args } = parseArgs({
     'cpu-profile': { type: 'string' },
     'heap-profile': { type: 'string' },
     'status-yield': { type: 'string' },
+    'worker-cache': { type: 'string' },
   },
   strict: true,
 });
@@ -80,6 +83,8 @@ const chainCount = positiveInt('chains', args.chains, 10_000);
 const roundsMax = positiveInt('rounds', args.rounds, 1000);
 const statusYieldUtilization = args['status-yield'] === undefined ? undefined : Number(args['status-yield'].trim() || Number.NaN);
 if (statusYieldUtilization !== undefined && !(statusYieldUtilization >= 0 && statusYieldUtilization <= 1)) throw new Error(`--status-yield takes a number from 0 to 1, got "${args['status-yield']}"`);
+const workerCache = args['worker-cache'] === undefined ? undefined : Number(args['worker-cache'].trim() || Number.NaN);
+if (workerCache !== undefined && !(Number.isSafeInteger(workerCache) && workerCache >= 0)) throw new Error(`--worker-cache takes a whole number of workflows, got "${args['worker-cache']}"`);
 const profileDir = args['cpu-profile'];
 const heapProfileDir = args['heap-profile'];
 // Made before anything starts: a profile written into a missing directory would fail the run at its end.
@@ -186,7 +191,7 @@ async function main(): Promise<void> {
   try {
     if (parts.has('b') || parts.has('c')) {
       log('\nstarting PostgreSQL database, Temporal dev server, workers and the app');
-      services = await startServices({ adminUrl, log, appPoolMax: Math.max(20, connections + 4), workerPoolMax: 20, statusYieldUtilization });
+      services = await startServices({ adminUrl, log, appPoolMax: Math.max(20, connections + 4), workerPoolMax: 20, statusYieldUtilization, workerCache });
       temporalCliVersion = commandVersion(services.temporalCli, ['--version']);
       log(`Temporal CLI: ${temporalCliVersion}`);
       const api = services.api;

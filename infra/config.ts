@@ -31,6 +31,13 @@ export const configSchema = z
     TEMPORAL_ADDRESS: z.string().min(1).optional(),
     TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
     TEMPORAL_TASK_QUEUE: z.string().min(1).default('settlement'),
+    /**
+     * Workflows the worker keeps in its sticky cache (0 turns the cache off). Unset: the SDK's
+     * default, from the heap limit (about 2,400 at 4 GiB). PLC workflows wait hours on their
+     * expiry timer, so a busy worker's cache fills with idle ones; docs/benchmarks.md measures
+     * what a smaller one does to PLC creates.
+     */
+    TEMPORAL_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).optional(),
     TEMPORAL_CLI: z.string().min(1).optional(),
     TEMPORAL_DEV_PORT: z.coerce.number().int().min(1).max(65535).default(7233),
     TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),

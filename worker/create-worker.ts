@@ -14,6 +14,8 @@ export interface CreateWorkerOptions {
   /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
   workflowBundlePath?: string;
   shutdownGraceTimeMs?: number;
+  /** The sticky cache's size (`TEMPORAL_MAX_CACHED_WORKFLOWS`); undefined: the SDK's default. */
+  maxCachedWorkflows?: number | undefined;
 }
 
 /** The worker: all workflows and all activities, activities built from their dependencies. */
@@ -36,5 +38,6 @@ export function createWorker(options: CreateWorkerOptions): Promise<Worker> {
     // Running activities get this long to finish on shutdown; each money movement is one
     // database transaction, so a cut-off activity has booked all or nothing and is retried.
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 30_000,
+    ...(options.maxCachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.maxCachedWorkflows }),
   });
 }

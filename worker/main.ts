@@ -34,10 +34,11 @@ async function main(): Promise<void> {
       pool,
       gateway: createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS }),
       shutdownGraceTimeMs: config.SHUTDOWN_GRACE_MS,
+      maxCachedWorkflows: config.TEMPORAL_MAX_CACHED_WORKFLOWS,
     });
     const guard = workflowThreadGuardInstalled();
     if (!guard) logger.warn('started without worker/preload.ts: workflow threads use the SDK\'s per-call timeout (a thread per call); start with `node --import ./worker/preload.ts worker/main.ts`');
-    logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, workflowThreadGuard: guard }, 'worker started');
+    logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, workflowThreadGuard: guard, maxCachedWorkflows: worker.options.maxCachedWorkflows }, 'worker started');
     await worker.run();
     logger.info('worker stopped');
   } finally {

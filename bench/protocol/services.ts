@@ -57,6 +57,8 @@ export interface ServiceOptions {
   workerPoolMax: number;
   /** PLC_STATUS_YIELD_UTILIZATION for the API process; the service's default when absent. */
   statusYieldUtilization?: number | undefined;
+  /** Both workers' sticky cache (TEMPORAL_MAX_CACHED_WORKFLOWS); the SDK's default when absent. */
+  workerCache?: number | undefined;
 }
 
 export async function startServices(options: ServiceOptions): Promise<BenchServices> {
@@ -104,7 +106,8 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
     const workerConnection = await NativeConnection.connect({ address: devServer.address });
     cleanups.push({ name: 'worker connection', run: () => workerConnection.close() });
     const bundleStarted = performance.now();
-    const worker = await createWorker({ connection: workerConnection, namespace: config.TEMPORAL_NAMESPACE, taskQueue, pool: workerPool, gateway, shutdownGraceTimeMs: 2000 });
+    const cache = options.workerCache === undefined ? {} : { maxCachedWorkflows: options.workerCache };
+    const worker = await createWorker({ connection: workerConnection, namespace: config.TEMPORAL_NAMESPACE, taskQueue, pool: workerPool, gateway, shutdownGraceTimeMs: 2000, ...cache });
     const bareWorker = await Worker.create({
       connection: workerConnection,
       namespace: config.TEMPORAL_NAMESPACE,
@@ -112,6 +115,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       workflowsPath: fileURLToPath(new URL('./bare-workflow.ts', import.meta.url)),
       activities: createBareActivities({ pool: workerPool }),
       shutdownGraceTime: 2000,
+      ...cache,
     });
     for (const [name, w] of [['worker', worker], ['bare worker', bareWorker]] as const) {
       const running = w.run();
@@ -123,7 +127,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
         },
       });
     }
-    log(`workers started (service + bare, workflows bundled in ${((performance.now() - bundleStarted) / 1000).toFixed(1)} s)`);
+    log(`workers started (service + bare, workflows bundled in ${((performance.now() - bundleStarted) / 1000).toFixed(1)} s; sticky cache ${worker.options.maxCachedWorkflows} workflows each)`);
 
     const connection = await Connection.connect({ address: devServer.address });
     cleanups.push({ name: 'client connection', run: () => connection.close() });

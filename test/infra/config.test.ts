@@ -25,3 +25,14 @@ describe('configuration: the transfer route throughput settings', () => {
     expect(loadConfig({ ...base, PLC_CHAIN_MEMO_MAX: '0' }).PLC_CHAIN_MEMO_MAX).toBe(0);
   });
 });
+
+describe("configuration: the worker's sticky cache", () => {
+  it("is the SDK's default when unset or empty, 0 turns it off, and a fraction or a negative is refused", () => {
+    expect(loadConfig(base).TEMPORAL_MAX_CACHED_WORKFLOWS).toBeUndefined();
+    expect(loadConfig({ ...base, TEMPORAL_MAX_CACHED_WORKFLOWS: '' }).TEMPORAL_MAX_CACHED_WORKFLOWS).toBeUndefined();
+    expect(loadConfig({ ...base, TEMPORAL_MAX_CACHED_WORKFLOWS: '0' }).TEMPORAL_MAX_CACHED_WORKFLOWS).toBe(0);
+    expect(loadConfig({ ...base, TEMPORAL_MAX_CACHED_WORKFLOWS: '200' }).TEMPORAL_MAX_CACHED_WORKFLOWS).toBe(200);
+    expect(() => loadConfig({ ...base, TEMPORAL_MAX_CACHED_WORKFLOWS: '1.5' })).toThrow(/TEMPORAL_MAX_CACHED_WORKFLOWS/);
+    expect(() => loadConfig({ ...base, TEMPORAL_MAX_CACHED_WORKFLOWS: '-1' })).toThrow(/TEMPORAL_MAX_CACHED_WORKFLOWS/);
+  });
+});

@@ -78,6 +78,7 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
         gateway,
         workflowBundlePath: inject('workflowBundlePath'),
         shutdownGraceTimeMs: 2000,
+        maxCachedWorkflows: config.TEMPORAL_MAX_CACHED_WORKFLOWS,
       });
       workers.push({ worker, running: worker.run(), connection: workerConnection });
       return worker;

@@ -85,7 +85,10 @@ describe('reconciliation workflow', () => {
       }),
       workflowBundlePath: inject('workflowBundlePath'),
       shutdownGraceTimeMs: 2000,
+      // A small sticky cache (TEMPORAL_MAX_CACHED_WORKFLOWS): what the run does must not depend on it.
+      maxCachedWorkflows: 2,
     });
+    expect(first.options.maxCachedWorkflows).toBe(2);
     const firstRunning = first.run();
     const handle = await t.temporal.workflow.start(reconciliationWorkflow, {
       workflowId,
