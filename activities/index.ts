@@ -6,7 +6,9 @@ import { createLedgerActivities } from './ledger.ts';
 import { createReconciliationActivities } from './reconciliation.ts';
 import { createExpireSweepActivities, createPlcActivities } from './plc.ts';
 import { createRedemptionActivities } from './redemption.ts';
+import { createSecurityActivities, type PinResetMailDeps } from './security.ts';
 import { createWebhookActivities } from './webhooks.ts';
+import { createWebhookMonitorActivities } from './webhook-monitor.ts';
 
 /** Every activity the worker registers, built from the dependencies handed in. */
 export interface ActivityDeps {
@@ -14,6 +16,8 @@ export interface ActivityDeps {
   gateway: GatewayClient;
   /** For activities that signal another workflow (a redemption telling its PLC's workflow). */
   temporal: Pick<Client, 'workflow'>;
+  /** Outgoing mail for PIN resets; absent or null without SMTP_URL (the reset activity then fails, non-retryable). */
+  mail?: PinResetMailDeps | null;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -25,6 +29,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createRedemptionActivities(deps),
     ...createWebhookActivities(deps),
     ...createChargeActivities(deps),
+    ...createWebhookMonitorActivities(deps),
+    ...createSecurityActivities(deps),
   };
 }
 

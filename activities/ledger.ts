@@ -1,6 +1,7 @@
+import { recordLedgerCheck } from '../db/ledger-checks.ts';
 import { getBalances, postTransaction } from '../db/ledger.ts';
 import type { Pool } from '../db/pool.ts';
-import { moneyModel } from '../src/ledger/money-model.ts';
+import { depositLedgerKey, moneyModel } from '../src/ledger/money-model.ts';
 import type { Currency } from '../src/money/currency.ts';
 import { refusalsAsFailures } from './failures.ts';
 
@@ -31,8 +32,20 @@ export interface BookDepositResult {
   balances: BalancesMinor;
 }
 
+export interface LedgerCheckResult {
+  checkId: string;
+  ok: boolean;
+  violationsCount: number;
+}
+
 export function createLedgerActivities(deps: { pool: Pool }) {
   return {
+    /** One full ledger check, recorded for the stats dashboard (db/ledger-checks.ts). */
+    async checkLedger(input: { source: string }): Promise<LedgerCheckResult> {
+      const check = await recordLedgerCheck(deps.pool, input.source);
+      return { checkId: check.id, ok: check.ok, violationsCount: check.violations_count };
+    },
+
     async bookDeposit(input: BookDepositInput): Promise<BookDepositResult> {
       return refusalsAsFailures(async () => {
         const posting = moneyModel.deposit({
@@ -41,7 +54,7 @@ export function createLedgerActivities(deps: { pool: Pool }) {
           amountMinor: BigInt(input.amountMinor),
         });
         const result = await postTransaction(deps.pool, {
-          idempotencyKey: `deposit:${input.idempotencyKey}`,
+          idempotencyKey: depositLedgerKey(input.idempotencyKey),
           txType: posting.txType,
           referenceType: 'admin_deposit',
           referenceId: input.idempotencyKey,

@@ -1,11 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool.ts';
 import { completeRun, createRun, markRunFailed, reconcileBatch, type BatchResult } from '../db/reconciliation.ts';
 import { prepareGatewayBatch, settleGatewayBatch, type GatewayBatch } from '../db/reconciliation-gateway.ts';
 import type { DispatchedHandover, GatewayPort } from '../src/reconciliation/gateway.ts';
+import { auditBatch, auditLookbackDaysDefault, auditWindowStart, type GatewayAuditDeps } from './gateway-audit.ts';
 import {
   batchSizeMax,
+  isAuditTool,
+  reconcileTools,
+  reconcileWorkflowId,
   type GatewayReconcileTool,
   type ReconcileParams,
   type ReconcileReport,
@@ -69,10 +75,41 @@ export interface FinishReconciliationRunInput {
 /** How often the recording step looks at the handed-over rows while it waits for their owners. */
 const ownerPollMs = 250;
 
-export function createReconciliationActivities(deps: { pool: Pool; gateway: GatewayPort }) {
+export interface ClaimScheduledRunInput {
+  tool: ReconcileTool;
+  requestedBy: string;
+  lookbackDays?: number;
+  /** The scheduled workflow claiming it, for the record. */
+  scheduledWorkflowId: string;
+}
+
+export type ClaimScheduledRunResult =
+  | { kind: 'claimed'; runId: string; workflowId: string; params: ReconcileParams }
+  | { kind: 'running'; runId: string };
+
+/** A run row younger than this whose workflow is not found yet is still being started. */
+const startGraceMs = 60_000;
+
+export function createReconciliationActivities(deps: {
+  pool: Pool;
+  gateway: GatewayPort & GatewayAuditDeps['gateway'];
+  /** For the gateway audit's repair, which tells the PLC's workflow (optional in tests of the other tools). */
+  temporal?: GatewayAuditDeps['temporal'];
+}) {
   function checkBatchSize(batchSize: number): void {
     if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > batchSizeMax) {
       throw ApplicationFailure.create({ type: 'INVALID_BATCH_SIZE', message: `batch size must be 1..${batchSizeMax}`, nonRetryable: true });
+    }
+  }
+
+  /** Whether a run's workflow still runs (a run just recorded whose workflow is not found yet is still starting). */
+  async function ownerRuns(workflowId: string | null, startedAt: Date): Promise<boolean> {
+    if (workflowId === null || deps.temporal === undefined) return true;
+    try {
+      return (await deps.temporal.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+      return Date.now() - startedAt.getTime() < startGraceMs;
     }
   }
 
@@ -94,21 +131,20 @@ export function createReconciliationActivities(deps: { pool: Pool; gateway: Gate
       checkBatchSize(input.batchSize);
       const context = Context.current();
       let fixed = 0;
-      return reconcileBatch(
-        deps.pool,
-        {
-          runId: input.runId,
-          tool: input.tool,
-          params: input.params,
-          dryRun: false,
-          progress: () => {
-            fixed += 1;
-            context.heartbeat({ cursor: input.cursor, fixed });
-          },
+      const ctx = {
+        runId: input.runId,
+        tool: input.tool,
+        params: input.params,
+        dryRun: false,
+        progress: () => {
+          fixed += 1;
+          context.heartbeat({ cursor: input.cursor, fixed });
         },
-        input.cursor,
-        input.batchSize,
-      );
+      };
+      // The gateway audit runs through this activity too (the workflow treats it as a batch
+      // tool); its batches read the gateway (activities/gateway-audit.ts).
+      if (isAuditTool(input.tool)) return auditBatch(deps, ctx, input.cursor, input.batchSize);
+      return reconcileBatch(deps.pool, ctx, input.cursor, input.batchSize);
     },
 
     /** Finds one batch of a gateway tool and reads the gateway; the cancel tools cancel here (idempotent). */
@@ -135,6 +171,30 @@ export function createReconciliationActivities(deps: { pool: Pool; gateway: Gate
         input.dispatched,
         { waitMs, pollMs: ownerPollMs },
       );
+    },
+
+    /**
+     * The first step of a scheduled run (workflows/scheduled-reconcile.ts): records a new real run
+     * of the tool, with its parameters as of now (the audit's window), unless a real run of the
+     * same scope is going on. A run recorded RUNNING whose workflow has ended without ending it
+     * (terminated from the UI) is marked FAILED first, as the API does.
+     */
+    async claimScheduledReconcileRun(input: ClaimScheduledRunInput): Promise<ClaimScheduledRunResult> {
+      if (reconcileTools[input.tool].ownerScoped) {
+        throw ApplicationFailure.create({ type: 'INVALID_INPUT', message: `${input.tool} needs an owner: it cannot be scheduled`, nonRetryable: true });
+      }
+      const runId = randomUUID();
+      const workflowId = reconcileWorkflowId(input.tool, runId);
+      const params: ReconcileParams = {};
+      if (input.tool === 'gateway-audit') params.since = auditWindowStart(new Date(), input.lookbackDays ?? auditLookbackDaysDefault);
+      for (let attempt = 0; attempt < 2; attempt += 1) {
+        const created = await createRun(deps.pool, { runId, tool: input.tool, params, dryRun: false, requestedBy: input.requestedBy, workflowId });
+        if (created.created) return { kind: 'claimed', runId, workflowId, params };
+        const running = created.running;
+        if (await ownerRuns(running.workflow_id, running.started_at)) return { kind: 'running', runId: running.id };
+        await markRunFailed(deps.pool, running.id, `workflow ${running.workflow_id ?? '(none)'} ended without ending the run (found by ${input.scheduledWorkflowId})`);
+      }
+      throw new Error(`could not claim a run of ${input.tool}: another keeps appearing`);
     },
 
     async finishReconciliationRun(input: FinishReconciliationRunInput): Promise<ReconcileReport> {

@@ -1,20 +1,33 @@
 import { classifyGatewayWebhookText, isFinalTransferStatus, paymentStatusByEvent, transferStatusByEvent, type GatewayWebhookClassification, type TransferStatus } from '../gateway/index.ts';
-import { claimInboxEvent, finishInboxEvent } from '../db/inbox.ts';
+import { claimInboxEvent, finishInboxEvent, type InboxFinalStatus } from '../db/inbox.ts';
 import type { Pool } from '../db/pool.ts';
-import { getRedemption, getRedemptionByTransfer } from '../db/redemptions.ts';
-import { maybeOne } from '../db/sql.ts';
-import { z } from 'zod';
+import { workflowIds } from '../workflows/ids.ts';
+import { verifyPaymentEvent, verifyTransferEvent, type Contradiction, type GatewayReader } from './gateway-word.ts';
 
 /**
  * Webhook processing, as explicit steps: the route has authenticated and stored the event; here
- * we classify it, find the business reference it is about, and say which workflow to signal with
- * what. The workflow does the signalling (so it is durable and visible), then records the outcome.
+ * we classify it, find the business reference it is about, ask the gateway what it says about
+ * that transfer or payment, and say which workflow to signal with the gateway's status. The
+ * workflow does the signalling (so it is durable and visible), then records the outcome.
  */
 
 export type InboxRoute =
-  | { kind: 'signal'; workflowId: string; signal: 'transferEvent'; payload: { eventId: string; transferId: string; status: string; failReason: string | null } }
-  | { kind: 'signal'; workflowId: string; signal: 'paymentEvent'; payload: { eventId: string; paymentId: string; status: string } }
-  | { kind: 'ignore'; reason: string };
+  | {
+      kind: 'signal';
+      workflowId: string;
+      signal: 'transferEvent';
+      payload: { eventId: string; transferId: string; status: string; failReason: string | null };
+      /** Set when the gateway contradicted the event: the signal carries the gateway's own final status. */
+      contradiction?: Contradiction;
+    }
+  | {
+      kind: 'signal';
+      workflowId: string;
+      signal: 'paymentEvent';
+      payload: { eventId: string; paymentId: string; status: string };
+      contradiction?: Contradiction;
+    }
+  | { kind: 'ignore'; reason: string; contradiction?: Contradiction };
 
 /**
  * Why a stored gateway event needs no processing, judged by its content alone, or undefined when
@@ -22,9 +35,6 @@ export type InboxRoute =
  * CANCELLED move a redemption, which ignores the others), a body that is not a notification we
  * act on. Payment events always go to their processing (the charge workflow keeps their order).
  */
-// Built once (zod compiles a schema's parser on its first use).
-const chargeIdRow = z.object({ id: z.string().uuid() });
-
 export function settledOnArrival(rawBody: string): { status: 'IGNORED'; result: { reason: string } } | undefined {
   const reason = noActionReason(classifyGatewayWebhookText(rawBody));
   return reason === undefined ? undefined : { status: 'IGNORED', result: { reason } };
@@ -44,9 +54,16 @@ function noActionReason(event: GatewayWebhookClassification): string | undefined
   return undefined;
 }
 
-export function createWebhookActivities(deps: { pool: Pool }) {
+export function createWebhookActivities(deps: { pool: Pool; gateway: GatewayReader }) {
   const { pool } = deps;
   return {
+    /**
+     * Routes one stored event: classifies it, finds the redemption or charge it is about, reads
+     * that transfer or payment back from the gateway (activities/gateway-word.ts) and says which
+     * workflow to signal with the gateway's status. An event the gateway contradicts carries the
+     * contradiction (flag raised) and is recorded CONTRADICTED; it signals only a final status the
+     * gateway itself holds.
+     */
     async routeInboxEvent(input: { inboxId: string }): Promise<InboxRoute> {
       const row = await claimInboxEvent(pool, input.inboxId);
       if (row === null) return { kind: 'ignore', reason: 'already processed' };
@@ -55,42 +72,51 @@ export function createWebhookActivities(deps: { pool: Pool }) {
       const noAction = noActionReason(event);
       if (noAction !== undefined) return { kind: 'ignore', reason: noAction };
       if (event.kind === 'transfer_event') {
-        // The transfer's externalReference is our redemption id, so an event that arrives before
-        // we recorded the transfer id still finds its redemption.
-        const redemption =
-          (await getRedemptionByTransfer(pool, event.transfer.id)) ??
-          (event.transfer.externalReference === null ? null : await getRedemption(pool, event.transfer.externalReference).catch(() => null));
-        if (redemption === null) return { kind: 'ignore', reason: `no redemption for transfer ${event.transfer.id}` };
+        const verdict = await verifyTransferEvent(deps, {
+          eventId: row.event_id,
+          provider: row.provider,
+          transferId: event.transfer.id,
+          externalReference: event.transfer.externalReference,
+          status: transferEventStatus(event),
+        });
+        if (verdict.kind === 'no_redemption' || verdict.kind === 'not_its_transfer') return { kind: 'ignore', reason: verdict.reason };
+        if (verdict.kind === 'contradicted') return { kind: 'ignore', reason: verdict.contradiction.reason, contradiction: verdict.contradiction };
         return {
           kind: 'signal',
-          workflowId: `redemption-${redemption.id}`,
+          workflowId: workflowIds.redemption(verdict.redemption.id),
           signal: 'transferEvent',
           payload: {
             eventId: event.eventId,
-            transferId: event.transfer.id,
-            status: transferEventStatus(event),
-            failReason: event.transfer.failReason ?? null,
+            transferId: verdict.transfer.id,
+            // The gateway's word, not the event's.
+            status: verdict.transfer.status,
+            failReason: verdict.transfer.failReason ?? null,
           },
+          ...(verdict.contradiction === null ? {} : { contradiction: verdict.contradiction }),
         };
       }
       if (event.kind === 'payment_event') {
-        const byPayment = await maybeOne(pool, chargeIdRow, {
-          name: 'charge-by-payment',
-          text: 'SELECT id FROM charges WHERE gateway_payment_id = $1 OR id::text = $2',
-          values: [event.payment.id, event.payment.externalReference ?? ''],
+        const verdict = await verifyPaymentEvent(deps, {
+          eventId: row.event_id,
+          provider: row.provider,
+          paymentId: event.payment.id,
+          externalReference: event.payment.externalReference,
+          status: paymentStatusByEvent[event.event] ?? event.payment.status,
         });
-        if (byPayment === null) return { kind: 'ignore', reason: `no charge for payment ${event.payment.id}` };
+        if (verdict.kind === 'no_charge') return { kind: 'ignore', reason: verdict.reason };
+        if (verdict.kind === 'contradicted') return { kind: 'ignore', reason: verdict.contradiction.reason, contradiction: verdict.contradiction };
         return {
           kind: 'signal',
-          workflowId: `charge-${byPayment.id}`,
+          workflowId: workflowIds.charge(verdict.charge.id),
           signal: 'paymentEvent',
-          payload: { eventId: event.eventId, paymentId: event.payment.id, status: paymentStatusByEvent[event.event] ?? event.payment.status },
+          payload: { eventId: event.eventId, paymentId: verdict.paymentId, status: verdict.status },
+          ...(verdict.contradiction === null ? {} : { contradiction: verdict.contradiction }),
         };
       }
       return { kind: 'ignore', reason: `${event.kind} is not routed` };
     },
 
-    async finishInboxEvent(input: { inboxId: string; status: 'PROCESSED' | 'IGNORED' | 'DEAD'; result?: unknown; error?: string }): Promise<void> {
+    async finishInboxEvent(input: { inboxId: string; status: InboxFinalStatus | 'DEAD'; result?: unknown; error?: string }): Promise<void> {
       await finishInboxEvent(pool, input.inboxId, input);
     },
   };

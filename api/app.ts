@@ -6,14 +6,23 @@ import { createPgRateLimitStore } from '../db/rate-limit-store.ts';
 import { DomainError } from '../src/errors.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { startPlcStatusDispatcher, type PlcStatusDispatcher } from './plc-status-dispatcher.ts';
-import { depsPlugin, type AppDeps } from './plugins/deps.ts';
-import { errorsPlugin } from './plugins/errors.ts';
+import { deadlinesPlugin } from './plugins/deadlines.ts';
+import { depsPlugin, type AppDeps, type AppDepsInput } from './plugins/deps.ts';
+import { answerClientError, answerFrameworkError, errorsPlugin } from './plugins/errors.ts';
+import { documentedResponsesPlugin } from './plugins/documented-responses.ts';
+import { idempotencyPlugin } from './plugins/idempotency.ts';
+import { storableTextPlugin } from './plugins/storable-text.ts';
 import { jsonBodyPlugin } from './plugins/json-body.ts';
 import { openapiPlugin } from './plugins/openapi.ts';
 import { requestIdFrom, requestIdPlugin } from './plugins/request-id.ts';
+import { adminDashboardRoutes } from './routes/admin-dashboards.ts';
+import { adminEventRoutes, walletEventRoutes } from './routes/events.ts';
+import { adminRedemptionRoutes } from './routes/admin-redemptions.ts';
+import { consoleRoutes } from './routes/console.ts';
 import { adminLedgerRoutes } from './routes/admin-ledger.ts';
 import { adminPlcRoutes } from './routes/admin-plc.ts';
 import { adminQueueRoutes } from './routes/admin-queues.ts';
+import { adminMonitorRoutes } from './routes/admin-monitor.ts';
 import { adminReconcileRoutes } from './routes/admin-reconcile.ts';
 import { authRoutes } from './routes/auth.ts';
 import { balanceRoutes, promiseRoutes } from './routes/balance.ts';
@@ -23,14 +32,19 @@ import { plcRoutes } from './routes/plc.ts';
 import { redeemRoutes } from './routes/redeem.ts';
 import { chargeRoutes } from './routes/charges.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
+import { redemptionWebhookRoutes } from './routes/redemption-webhooks.ts';
 import { devRoutes } from './routes/dev.ts';
+import { securityRoutes } from './routes/security.ts';
+import { createSecurityService } from './services/security.ts';
 import { devEndpointsEnabled } from '../infra/config.ts';
 
 /** Largest request body accepted; a PLC with a full chain is a few tens of KiB at most. */
 export const bodyLimitBytes = 128 * 1024;
+/** Longest path parameter the router accepts (an owner id is up to 128 characters); longer answers 414. */
+export const maxParamLength = 256;
 
 export interface BuildAppOptions {
-  deps: AppDeps;
+  deps: AppDepsInput;
   logger: Logger | false;
 }
 
@@ -39,10 +53,15 @@ export interface BuildAppOptions {
  * listens nowhere; `api/server.ts` does that, and tests call `app.inject`.
  */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const deps: AppDeps = { ...options.deps, security: options.deps.security ?? createSecurityService(options.deps) };
   const common = {
     genReqId: requestIdFrom,
     bodyLimit: bodyLimitBytes,
-    return503OnClosing: true,
+    routerOptions: { maxParamLength },
+    // While closing, the errors plugin answers 503 in the ErrorResponse shape instead.
+    return503OnClosing: false,
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     trustProxy: false,
   };
   const app: FastifyInstance =
@@ -53,7 +72,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
-  await app.register(depsPlugin, { deps: options.deps });
+  await app.register(depsPlugin, { deps });
+  // First of the onRequest hooks: the Temporal deadline covers everything the request does.
+  await app.register(deadlinesPlugin);
   // Delivers queued PLC statuses to their workflows after the transfer route has answered.
   let dispatcher: PlcStatusDispatcher | undefined;
   app.addHook('onReady', async () => {
@@ -64,6 +85,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       pollMs: options.deps.config.PLC_STATUS_POLL_MS,
       batchSize: options.deps.config.PLC_STATUS_BATCH,
       maxPerSecond: options.deps.config.PLC_STATUS_MAX_PER_SECOND,
+      signalTimeoutMs: options.deps.config.TEMPORAL_CALL_TIMEOUT_MS,
       whenBusy: { utilization: options.deps.config.PLC_STATUS_YIELD_UTILIZATION, perSecond: options.deps.config.PLC_STATUS_BUSY_PER_SECOND },
     });
   });
@@ -72,6 +94,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   });
   await app.register(requestIdPlugin);
   await app.register(errorsPlugin);
+  await app.register(storableTextPlugin);
+  await app.register(documentedResponsesPlugin, { bodyLimitBytes, maxParamLength });
+  await app.register(idempotencyPlugin, { windowMs: options.deps.config.IDEMPOTENCY_WINDOW_MS });
   await app.register(jsonBodyPlugin);
   await app.register(openapiPlugin, { docsEnabled: options.deps.config.API_DOCS_ENABLED });
   await app.register(fastifyRateLimit, {
@@ -87,6 +112,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(authPlugin, {
     secret: requireJwtSecret(options.deps),
     ttlSeconds: options.deps.config.JWT_TTL_SECONDS,
+    maxLifetimeSeconds: options.deps.config.JWT_MAX_LIFETIME_SECONDS ?? options.deps.config.JWT_TTL_SECONDS,
   });
 
   await app.register(healthRoutes);
@@ -98,16 +124,24 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(plcRoutes, { prefix: '/api/v1' });
   await app.register(adminPlcRoutes, { prefix: '/api/v1/admin' });
   await app.register(adminQueueRoutes, { prefix: '/api/v1/admin' });
+  await app.register(adminDashboardRoutes, { prefix: '/api/v1/admin' });
+  await app.register(adminEventRoutes, { prefix: '/api/v1/admin' });
+  await app.register(adminRedemptionRoutes, { prefix: '/api/v1/admin' });
+  await app.register(walletEventRoutes, { prefix: '/api/v1' });
   await app.register(redeemRoutes, { prefix: '/api/v1' });
   await app.register(chargeRoutes, { prefix: '/api/v1' });
   await app.register(webhookRoutes, { prefix: '/api/v1' });
+  await app.register(redemptionWebhookRoutes, { prefix: '/api/v1/redemption/webhook' });
+  await app.register(adminMonitorRoutes, { prefix: '/api/v1/admin' });
   if (devEndpointsEnabled(options.deps.config)) await app.register(devRoutes, { prefix: '/api/v1/dev' });
   await app.register(adminReconcileRoutes, { prefix: '/api/v1/admin/reconcile' });
+  await app.register(securityRoutes, { prefix: '/api/v1/security' });
+  await app.register(consoleRoutes, {});
 
   return app;
 }
 
-function requireJwtSecret(deps: AppDeps): string {
+function requireJwtSecret(deps: AppDepsInput): string {
   const secret = deps.config.JWT_SECRET;
   if (secret === undefined) throw new Error('JWT_SECRET is not configured');
   return secret;

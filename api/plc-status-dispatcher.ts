@@ -3,6 +3,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../db/pool.ts';
 import { claimDueStatuses, completeStatus, failStatus, type OutboxRow } from '../db/plc-status-outbox.ts';
 import { plcTransferredSignal } from '../workflows/plc.ts';
+import { withTemporalDeadline } from './temporal.ts';
 
 /**
  * Delivers the PLC statuses queued in `plc_status_outbox` to the PLC workflows, after the
@@ -40,6 +41,8 @@ export interface PlcStatusDispatcherOptions {
   utilizationSinceLastCall?: () => number;
   /** How long a claimed row stays hidden from other dispatchers. */
   leaseMs?: number;
+  /** Bound on each signal: a Temporal that does not answer fails the row's delivery (retried with backoff) instead of stalling the poll. */
+  signalTimeoutMs?: number;
 }
 
 export interface PlcStatusDispatcher {
@@ -68,6 +71,7 @@ export function pauseAfterPollMs(poll: { claimed: number; elapsedMs: number; bat
 
 export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): PlcStatusDispatcher {
   const leaseMs = options.leaseMs ?? 30_000;
+  const signalTimeoutMs = options.signalTimeoutMs ?? 5000;
   const maxPerSecond = options.maxPerSecond ?? Number.POSITIVE_INFINITY;
   const utilization = options.utilizationSinceLastCall ?? eventLoopUtilizationMeter();
   let lastBusyAt = Number.NEGATIVE_INFINITY;
@@ -84,7 +88,9 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
   const deliver = async (row: OutboxRow): Promise<void> => {
     try {
       if (row.status === 'TRANSFERRED') {
-        await options.temporal.workflow.getHandle(`plc-${row.token_id}`).signal(plcTransferredSignal, { chainLength: row.chain_length });
+        await withTemporalDeadline(options.temporal, Date.now() + signalTimeoutMs, () =>
+          options.temporal.workflow.getHandle(`plc-${row.token_id}`).signal(plcTransferredSignal, { chainLength: row.chain_length }),
+        );
       }
       await completeStatus(options.pool, row);
     } catch (error) {

@@ -1,10 +1,12 @@
 import { Client, Connection } from '@temporalio/client';
 import { createPool } from '../db/pool.ts';
 import { createGatewayClient } from '../gateway/index.ts';
-import { prepareDatabase, onShutdownSignal } from '../infra/bootstrap.ts';
+import { prepareDatabaseAt, onShutdownSignal } from '../infra/bootstrap.ts';
+import { stopWhenSupervisorExits } from '../infra/supervised.ts';
 import { ConfigError, loadConfig } from '../infra/config.ts';
 import { createLogger } from '../infra/logger.ts';
 import { buildApp } from './app.ts';
+import { createSecurityService } from './services/security.ts';
 
 /**
  * The API process: `npm run start:api`. Needs DATABASE_URL, TEMPORAL_ADDRESS and JWT_SECRET
@@ -22,12 +24,20 @@ async function main(): Promise<void> {
       ...(config.TEMPORAL_ADDRESS === undefined ? ['TEMPORAL_ADDRESS: is required to run the API alone (npm start sets it)'] : []),
     ]);
   }
-  const pool = createPool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX, applicationName: 'settlement-api' });
-  await prepareDatabase(pool, config, logger);
+  await prepareDatabaseAt(config.DATABASE_URL, config, logger, 'settlement-api-migrate');
+  // Every wait on PostgreSQL bounded (docs/architecture.md, "Operating limits").
+  const pool = createPool({
+    connectionString: config.DATABASE_URL,
+    max: config.DATABASE_POOL_MAX,
+    applicationName: 'settlement-api',
+    connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+  });
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
-  const app = await buildApp({ deps: { config, pool, temporal, gateway }, logger });
+  const security = createSecurityService({ pool, temporal, config });
+  const app = await buildApp({ deps: { config, pool, temporal, gateway, security }, logger });
   await app.listen({ host: config.HOST, port: config.PORT });
 
   onShutdownSignal(logger, async () => {
@@ -35,11 +45,19 @@ async function main(): Promise<void> {
       logger.error('graceful shutdown timed out');
       process.exit(1);
     }, config.SHUTDOWN_GRACE_MS);
-    await app.close();
+    // A client's keep-alive connection would hold the server open until it times out (72 s):
+    // close each connection as soon as its last request has been answered.
+    const idleSweep = setInterval(() => app.server.closeIdleConnections(), 100);
+    try {
+      await app.close();
+    } finally {
+      clearInterval(idleSweep);
+    }
     await connection.close();
     await pool.end();
     clearTimeout(timer);
   });
+  stopWhenSupervisorExits();
 }
 
 main().catch((error: unknown) => {

@@ -71,6 +71,19 @@ export function getCharge(db: Queryable, id: string): Promise<ChargeRow | null> 
   return maybeOne(db, chargeRow, { name: 'charge-get', text: `SELECT ${columns} FROM charges WHERE id = $1`, values: [id] });
 }
 
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The charge a gateway payment is about: the one that recorded the payment's id, else the one its
+ * `externalReference` names (our charge id; an event can overtake our record of the payment id).
+ */
+export async function findChargeForPayment(db: Queryable, paymentId: string, externalReference: string | null): Promise<ChargeRow | null> {
+  const byPayment = await getChargeByPaymentId(db, paymentId);
+  if (byPayment !== null) return byPayment;
+  if (externalReference === null || !uuidPattern.test(externalReference)) return null;
+  return getCharge(db, externalReference.toLowerCase());
+}
+
 export function getChargeByPaymentId(db: Queryable, paymentId: string): Promise<ChargeRow | null> {
   return maybeOne(db, chargeRow, {
     name: 'charge-by-payment-id',

@@ -5,10 +5,14 @@ import { exec, maybeOne, one } from './sql.ts';
 /**
  * The inbound webhook inbox: every body stored exactly as received, unique by (provider,
  * event_id), before anything acts on it. A duplicate is counted and acknowledged, never processed
- * twice; an event whose processing keeps failing ends DEAD and can be reprocessed.
+ * twice; an event whose processing keeps failing ends DEAD and can be reprocessed; an event the
+ * gateway contradicts when asked ends CONTRADICTED (migration 22_gateway_word), with the gateway's answer in
+ * `result`, and is never processed again.
  */
 
-export const inboxStatuses = ['RECEIVED', 'PROCESSING', 'PROCESSED', 'IGNORED', 'DEAD'] as const;
+export const inboxStatuses = ['RECEIVED', 'PROCESSING', 'PROCESSED', 'IGNORED', 'DEAD', 'CONTRADICTED'] as const;
+/** The statuses an event ends in: never claimed again, never changed. */
+export type InboxFinalStatus = 'PROCESSED' | 'IGNORED' | 'CONTRADICTED';
 export type InboxStatus = (typeof inboxStatuses)[number];
 
 export const inboxRow = z.object({
@@ -70,7 +74,7 @@ export function getInboxEvent(db: Queryable, id: string): Promise<InboxRow | nul
   return maybeOne(db, inboxRow, { name: 'inbox-get', text: `SELECT ${columns} FROM webhook_inbox WHERE id = $1`, values: [id] });
 }
 
-/** Claims an event for one processing attempt; PROCESSED and IGNORED events are never claimed again. */
+/** Claims an event for one processing attempt; PROCESSED, IGNORED and CONTRADICTED events are never claimed again. */
 export function claimInboxEvent(db: Queryable, id: string): Promise<InboxRow | null> {
   return maybeOne(db, inboxRow, {
     name: 'inbox-claim',
@@ -83,12 +87,12 @@ export function claimInboxEvent(db: Queryable, id: string): Promise<InboxRow | n
 export async function finishInboxEvent(
   db: Queryable,
   id: string,
-  outcome: { status: 'PROCESSED' | 'IGNORED' | 'DEAD'; result?: unknown; error?: string },
+  outcome: { status: InboxFinalStatus | 'DEAD'; result?: unknown; error?: string },
 ): Promise<void> {
   await exec(db, {
     name: 'inbox-finish',
     text: `UPDATE webhook_inbox SET status = $2, result = $3, last_error = $4, processed_at = now()
-            WHERE id = $1 AND status NOT IN ('PROCESSED', 'IGNORED')`,
+            WHERE id = $1 AND status NOT IN ('PROCESSED', 'IGNORED', 'CONTRADICTED')`,
     values: [id, outcome.status, outcome.result === undefined ? null : JSON.stringify(outcome.result), outcome.error?.slice(0, 1000) ?? null],
   });
 }

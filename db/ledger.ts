@@ -227,6 +227,17 @@ const entriesJson = `(SELECT json_agg(json_build_object('owner_id', a2.owner_id,
                       FROM ledger_entries e2 JOIN ledger_accounts a2 ON a2.id = e2.account_id
                      WHERE e2.transaction_id = t.id) AS entries`;
 
+/** The transaction booked under a ledger idempotency key, with its entries; null when there is none. */
+export function findTransactionByIdempotencyKey(db: Queryable, idempotencyKey: string): Promise<TransactionItemRow | null> {
+  return maybeOne(db, transactionItemRow, {
+    name: 'ledger-transaction-by-key',
+    text: `SELECT t.id, t.seq, t.tx_type, t.reference_type, t.reference_id, t.description, t.created_at, ${entriesJson}
+             FROM ledger_transactions t
+            WHERE t.idempotency_key = $1`,
+    values: [idempotencyKey],
+  });
+}
+
 /** Transactions touching one owner, newest first, bounded by the page. */
 export function listOwnerTransactions(
   db: Queryable,

@@ -323,8 +323,8 @@ export interface PendingAppend {
  * Answers per item, in order: the new head, or null where the PLC was not as read (another
  * registration, a cancel, an expiry or a redemption got there first: read again and decide
  * again). The items must name distinct PLCs. A constraint violation by any item (a competing
- * fork or nonce got in first) fails the whole statement: the caller then runs the items one by
- * one to tell which. PLC rows are locked in token order, so two batches that share PLCs cannot
+ * fork or nonce got in first) fails the whole statement: the group commit then splits the batch
+ * to tell which (createTransferAppender). PLC rows are locked in token order, so two batches that share PLCs cannot
  * deadlock.
  */
 export async function appendTransfersBatch(db: Queryable, items: readonly PendingAppend[]): Promise<(PlcHead | null)[]> {
@@ -395,17 +395,11 @@ export interface TransferAppender {
 /**
  * The transfer route's writes, group-committed: appends that arrive together go in one
  * `appendTransfersBatch` statement. Two appends for one PLC never share a statement (the second
- * goes after the first, alone); if a batch fails on a constraint or a deadlock, its items are
- * run one by one, so each gets its own answer.
+ * goes after the first, alone). A batch that fails on one item's fault (a constraint, a bad
+ * value, a deadlock) is split by the group commit down to that item, which alone gets the error;
+ * the others are appended (db/group-commit.ts).
  */
 export function createTransferAppender(pool: Pool, options: { maxBatch: number; inFlightMax: number }): TransferAppender {
-  const one = async (item: PendingAppend): Promise<PlcHead | null | Error> => {
-    try {
-      return (await appendTransfersBatch(pool, [item]))[0] ?? null;
-    } catch (error) {
-      return error instanceof Error ? error : new Error(String(error));
-    }
-  };
   const group = createGroupCommit<PendingAppend, PlcHead | null>(
     async (items) => {
       const seen = new Set<string>();
@@ -419,16 +413,15 @@ export function createTransferAppender(pool: Pool, options: { maxBatch: number; 
         }
       });
       const answers: (PlcHead | null | Error)[] = new Array(items.length);
-      try {
-        const heads = await appendTransfersBatch(pool, first.map((index) => items[index] as PendingAppend));
-        first.forEach((index, k) => (answers[index] = heads[k] ?? null));
-      } catch (error) {
-        const code = (error as Partial<DatabaseError>).code;
-        if (first.length === 1) answers[first[0] as number] = error instanceof Error ? error : new Error(String(error));
-        else if (code === '23505' || code === '40P01') for (const index of first) answers[index] = await one(items[index] as PendingAppend);
-        else throw error;
+      const heads = await appendTransfersBatch(pool, first.map((index) => items[index] as PendingAppend));
+      first.forEach((index, k) => (answers[index] = heads[k] ?? null));
+      for (const index of later) {
+        try {
+          answers[index] = (await appendTransfersBatch(pool, [items[index] as PendingAppend]))[0] ?? null;
+        } catch (error) {
+          answers[index] = error instanceof Error ? error : new Error(String(error));
+        }
       }
-      for (const index of later) answers[index] = await one(items[index] as PendingAppend);
       return answers;
     },
     { name: 'transfer-append', ...options },
@@ -481,15 +474,21 @@ export function listIssuerActive(db: Queryable, issuerPubkey: string, limit: num
 
 export function listPlcs(
   db: Queryable,
-  filter: { status?: PlcStatus | undefined; issuerOwnerId?: string | undefined },
+  filter: {
+    status?: PlcStatus | undefined;
+    issuerOwnerId?: string | undefined;
+    issuerPubkey?: string | undefined;
+    bearerPubkey?: string | undefined;
+  },
   page: { limit: number; offset: number },
 ): Promise<PlcRow[]> {
   return many(db, plcRow, {
     name: 'plc-list',
     text: `SELECT ${plcColumns} FROM plcs
             WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR issuer_owner_id = $2)
+              AND ($5::text IS NULL OR issuer_pubkey = $5) AND ($6::text IS NULL OR bearer_pubkey = $6)
             ORDER BY registered_at DESC, token_id LIMIT $3 OFFSET $4`,
-    values: [filter.status ?? null, filter.issuerOwnerId ?? null, page.limit, page.offset],
+    values: [filter.status ?? null, filter.issuerOwnerId ?? null, page.limit, page.offset, filter.issuerPubkey ?? null, filter.bearerPubkey ?? null],
   });
 }
 

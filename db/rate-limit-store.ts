@@ -8,6 +8,11 @@ import type { Pool } from './pool.ts';
  * db/group-commit.ts): one statement per batch, which starts a new window for a key whose old
  * one has ended. Each request of a batch gets its own position in the count, so a limit of N
  * lets exactly N requests through per window however they were batched.
+ *
+ * One request never fails another of its batch. A key the table would refuse (longer than its
+ * CHECK's 512 characters) is refused before it joins a batch, with its own error; and should a
+ * statement still fail on an item's fault, the group commit splits the batch down to that item
+ * (db/group-commit.ts). The API validates what goes into a key before this (api/device-id.ts).
  */
 
 interface IncrResult {
@@ -17,6 +22,8 @@ interface IncrResult {
 type Callback = (error: Error | null, result?: IncrResult) => void;
 
 const pruneEveryCalls = 500;
+/** The table's CHECK on `key` (migration 1). */
+export const rateLimitKeyLengthMax = 512;
 const pruneBatchMax = 1000;
 
 interface Increment {
@@ -89,7 +96,12 @@ export function createPgRateLimitStore(pool: Pool, options: PgRateLimitStoreOpti
     { name: 'rate-limit', maxBatch: options.maxBatch ?? 256, inFlightMax: options.inFlightMax ?? 2 },
   );
 
-  const increment = (key: string, timeWindowMs: number): Promise<IncrResult> => counter.submit({ key, windowMs: timeWindowMs });
+  const increment = (key: string, timeWindowMs: number): Promise<IncrResult> => {
+    if (key.length > rateLimitKeyLengthMax) {
+      return Promise.reject(new Error(`rate-limit key of ${key.length} characters refused: at most ${rateLimitKeyLengthMax}`));
+    }
+    return counter.submit({ key, windowMs: timeWindowMs });
+  };
 
   return class PgRateLimitStore {
     private readonly prefix: string;
@@ -108,7 +120,8 @@ export function createPgRateLimitStore(pool: Pool, options: PgRateLimitStoreOpti
     child(routeOptions: { method?: string | string[]; url?: string; config?: { rateLimit?: false | { groupId?: string } } }) {
       const rateLimit = routeOptions.config?.rateLimit;
       const groupId = rateLimit === false || rateLimit === undefined ? undefined : rateLimit.groupId;
-      const routeKey = groupId ?? `${String(routeOptions.method)}:${routeOptions.url ?? ''}`;
+      // A limiter from `app.createRateLimit(options)` has no route: its key generator names its keys.
+      const routeKey = groupId ?? (routeOptions.url === undefined ? 'limiter' : `${String(routeOptions.method)}:${routeOptions.url}`);
       return new PgRateLimitStore({ routeKey });
     }
   };

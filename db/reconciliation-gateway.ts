@@ -91,6 +91,30 @@ function refusalText(error: unknown): string {
 // Finding: redemptions
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * What the gateway says about a redemption's transfer: its status and failure reason, or the
+ * problem when the gateway refuses to answer about it (an id it does not know: retrying will not
+ * change that, a person looks at it). A transient error (timeout, 5xx) is thrown, for the caller
+ * to retry. The pending-transfers tool reads each PENDING_PAYMENT redemption this way, and so
+ * does an operator's retry of one (activities/redemption.ts `retryPayout`).
+ */
+export async function readRedemptionTransfer(
+  gateway: Pick<GatewayPort, 'getTransfer'>,
+  transferId: string,
+): Promise<{ status: string; failReason: string | null; problem: string | null }> {
+  try {
+    const transfer = await gateway.getTransfer(transferId);
+    return { status: transfer.status, failReason: transfer.failReason, problem: null };
+  } catch (error) {
+    if (!isGatewayRefusal(error)) throw error;
+    return {
+      status: 'UNKNOWN',
+      failReason: null,
+      problem: `the gateway refuses to answer for transfer ${transferId}: ${refusalText(error)}; review by hand`,
+    };
+  }
+}
+
 const pendingRedemptionRow = z.object({
   id: z.string().uuid(),
   token_id: z.string().uuid(),
@@ -123,22 +147,10 @@ const redemptionsPhase: GatewayPhase = {
     });
     const handovers: Handover[] = [];
     for (const row of rows) {
-      let gatewayStatus = notCreatedStatus;
-      let failReason: string | null = null;
-      let problem: string | null = null;
-      if (row.gateway_transfer_id !== null) {
-        try {
-          const transfer = await gateway.getTransfer(row.gateway_transfer_id);
-          gatewayStatus = transfer.status;
-          failReason = transfer.failReason;
-        } catch (error) {
-          // Retryable (timeout, 5xx): the batch is retried. A refusal (an id the gateway does not
-          // know) will not change by retrying: a person looks at it.
-          if (!isGatewayRefusal(error)) throw error;
-          gatewayStatus = 'UNKNOWN';
-          problem = `the gateway refuses to answer for transfer ${row.gateway_transfer_id}: ${refusalText(error)}; review by hand`;
-        }
-      }
+      const { status: gatewayStatus, failReason, problem } =
+        row.gateway_transfer_id === null
+          ? { status: notCreatedStatus, failReason: null, problem: null }
+          : await readRedemptionTransfer(gateway, row.gateway_transfer_id);
       const verdict = transferVerdict(gatewayStatus);
       const state = await bucketState(pool, row.bearer_owner_id, 'PENDING', row.currency);
       handovers.push({

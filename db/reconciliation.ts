@@ -6,8 +6,10 @@ import {
   bucketItemKey,
   dryRunBudgetMs,
   dryRunItemsMax,
+  isAuditTool,
   isGatewayTool,
   isReconcileTool,
+  itemActions,
   reconcileIdempotencyKey,
   reconcileScope,
   reportItemsMax,
@@ -49,7 +51,11 @@ const lockedRow = z.object({ locked: z.number().int() });
 const bucketEnum = z.enum(buckets);
 const currencyEnum = z.enum(currencies as [Currency, ...Currency[]]);
 const toolSchema = z.string().refine(isReconcileTool, 'unknown reconcile tool');
-const paramsSchema = z.object({ ownerId: z.string().optional(), expiryGraceMs: z.number().int().optional() });
+const paramsSchema = z.object({
+  ownerId: z.string().optional(),
+  expiryGraceMs: z.number().int().optional(),
+  since: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).optional(),
+});
 
 const runRow = z.object({
   id: z.string().uuid(),
@@ -183,13 +189,13 @@ export async function markRunFailed(db: Queryable, runId: string, error: string)
 
 const itemRow = z.object({
   item_key: z.string(),
-  action: z.enum(['SNAPSHOT_CORRECTION', 'COMPENSATING_POSTING']),
+  action: z.enum(itemActions),
   status: z.enum(['PLANNED', 'FIXED', 'SKIPPED', 'FAILED']),
-  owner_id: z.string(),
-  bucket: bucketEnum,
+  owner_id: z.string().nullable(),
+  bucket: bucketEnum.nullable(),
   currency: currencyEnum,
-  snapshot_minor: z.bigint(),
-  computed_minor: z.bigint(),
+  snapshot_minor: z.bigint().nullable(),
+  computed_minor: z.bigint().nullable(),
   amount_minor: z.bigint().nullable(),
   snapshot_after_minor: z.bigint().nullable(),
   transaction_id: z.string().uuid().nullable(),
@@ -198,6 +204,8 @@ const itemRow = z.object({
     .array(z.object({ ownerId: z.string(), bucket: bucketEnum, currency: currencyEnum, amountMinor: z.string() }))
     .nullable(),
   detail: z.string().nullable(),
+  finding: z.string().nullable(),
+  evidence: z.record(z.string(), z.unknown()).nullable(),
 });
 
 /** A run's report: the run, its counts and its first `reportItemsMax` items. */
@@ -207,7 +215,7 @@ export async function readReport(db: Queryable, runId: string): Promise<Reconcil
   const items = await many(db, itemRow, {
     name: 'reconcile-items-first',
     text: `SELECT item_key, action, status, owner_id, bucket, currency, snapshot_minor, computed_minor, amount_minor,
-                  snapshot_after_minor, transaction_id, reference_transaction_id, entries, detail
+                  snapshot_after_minor, transaction_id, reference_transaction_id, entries, detail, finding, evidence
              FROM reconciliation_items WHERE run_id = $1 ORDER BY seq LIMIT $2`,
     values: [runId, reportItemsMax + 1],
   });
@@ -252,14 +260,16 @@ export async function readReport(db: Queryable, runId: string): Promise<Reconcil
         ownerId: item.owner_id,
         bucket: item.bucket,
         currency: item.currency,
-        snapshotMinor: item.snapshot_minor.toString(),
-        computedMinor: item.computed_minor.toString(),
+        snapshotMinor: item.snapshot_minor?.toString() ?? null,
+        computedMinor: item.computed_minor?.toString() ?? null,
         amountMinor: item.amount_minor?.toString() ?? null,
         snapshotAfterMinor: item.snapshot_after_minor?.toString() ?? null,
         transactionId: item.transaction_id,
         referenceTransactionId: item.reference_transaction_id,
         entries: item.entries,
         detail: item.detail,
+        finding: item.finding,
+        evidence: item.evidence,
       }),
     ),
     itemsTruncated: items.length > reportItemsMax,
@@ -267,22 +277,36 @@ export async function readReport(db: Queryable, runId: string): Promise<Reconcil
   };
 }
 
-/** What a phase found or did about one bucket (or one transaction). */
+/** What a phase found or did about one bucket (or one transaction, or, for the gateway audit, one mismatch). */
 export interface ItemRecord {
   key: string;
   action: ItemAction;
   status: ItemStatus;
-  ownerId: string;
-  bucket: Bucket;
+  /** Null only for a gateway finding that concerns no one bucket. */
+  ownerId: string | null;
+  bucket: Bucket | null;
   currency: Currency;
-  snapshotMinor: bigint;
-  computedMinor: bigint;
+  snapshotMinor: bigint | null;
+  computedMinor: bigint | null;
   amountMinor: bigint | null;
   snapshotAfterMinor: bigint | null;
   transactionId: string | null;
   referenceTransactionId: string | null;
   entries: readonly Entry[] | null;
   detail: string | null;
+  /** Gateway findings only (action GATEWAY_FINDING): the mismatch and its evidence. */
+  finding?: string;
+  evidence?: Record<string, unknown>;
+}
+
+/** Whether the run recorded an item under this key already (a retried batch). */
+export async function itemRecorded(db: Queryable, runId: string, key: string): Promise<boolean> {
+  const row = await maybeOne(db, z.object({ one: z.number() }), {
+    name: 'reconcile-item-exists',
+    text: 'SELECT 1 AS one FROM reconciliation_items WHERE run_id = $1 AND item_key = $2',
+    values: [runId, key],
+  });
+  return row !== null;
 }
 
 /** Records items once per run and key: a retried batch records nothing twice. */
@@ -295,8 +319,8 @@ export async function recordItems(db: Queryable, runId: string, items: readonly 
     owner_id: item.ownerId,
     bucket: item.bucket,
     currency: item.currency,
-    snapshot_minor: item.snapshotMinor.toString(),
-    computed_minor: item.computedMinor.toString(),
+    snapshot_minor: item.snapshotMinor?.toString() ?? null,
+    computed_minor: item.computedMinor?.toString() ?? null,
     amount_minor: item.amountMinor?.toString() ?? null,
     snapshot_after_minor: item.snapshotAfterMinor?.toString() ?? null,
     transaction_id: item.transactionId,
@@ -311,17 +335,20 @@ export async function recordItems(db: Queryable, runId: string, items: readonly 
             amountMinor: entry.amountMinor.toString(),
           })),
     detail: item.detail === null ? null : item.detail.slice(0, 500),
+    finding: item.finding ?? null,
+    evidence: item.evidence ?? null,
   }));
   await exec(db, {
     name: 'reconcile-items-insert',
     text: `INSERT INTO reconciliation_items (run_id, item_key, action, status, owner_id, bucket, currency, snapshot_minor,
                                              computed_minor, amount_minor, snapshot_after_minor, transaction_id,
-                                             reference_transaction_id, entries, detail)
+                                             reference_transaction_id, entries, detail, finding, evidence)
            SELECT $1, x.item_key, x.action, x.status, x.owner_id, x.bucket, x.currency, x.snapshot_minor, x.computed_minor,
-                  x.amount_minor, x.snapshot_after_minor, x.transaction_id, x.reference_transaction_id, x.entries, x.detail
+                  x.amount_minor, x.snapshot_after_minor, x.transaction_id, x.reference_transaction_id, x.entries, x.detail,
+                  x.finding, x.evidence
              FROM jsonb_to_recordset($2::jsonb) AS x(item_key text, action text, status text, owner_id text, bucket ledger_bucket,
                   currency ledger_currency, snapshot_minor bigint, computed_minor bigint, amount_minor bigint, snapshot_after_minor bigint,
-                  transaction_id uuid, reference_transaction_id uuid, entries jsonb, detail text)
+                  transaction_id uuid, reference_transaction_id uuid, entries jsonb, detail text, finding text, evidence jsonb)
            ON CONFLICT (run_id, item_key) DO NOTHING`,
     values: [runId, JSON.stringify(rows)],
   });
@@ -378,6 +405,7 @@ export async function reconcileBatch(
 ): Promise<BatchResult> {
   assert(Number.isInteger(limit) && limit >= 1 && limit <= 10_000, 'batch size within 1..10000');
   if (isGatewayTool(ctx.tool)) throw new Error(`${ctx.tool} is a gateway tool: its batches run in db/reconciliation-gateway.ts`);
+  if (isAuditTool(ctx.tool)) throw new Error(`${ctx.tool} audits the gateway: its batches run in activities/gateway-audit.ts`);
   const phases = phasesByTool[ctx.tool];
   const { index, phase, after } = phaseAt(phases, ctx.tool, cursor);
   const result = await phase.batch(pool, ctx, after, limit);

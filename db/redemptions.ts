@@ -6,6 +6,7 @@ import { postTransaction } from './ledger.ts';
 import { insertTransferRecords, isUniqueViolation, listTransfers, plcRow, toKnownRecord, type PlcRow } from './plcs.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
+import { recordAuthorization } from './used-authorizations.ts';
 
 /**
  * Redemptions: the payout of a PLC to its bearer. The double-spend guard is one transaction
@@ -41,12 +42,17 @@ export const redemptionRow = z.object({
   created_at: z.date(),
   updated_at: z.date(),
   finished_at: z.date().nullable(),
+  payout_attempt: z.number().int(),
+  payout_error: z.string().nullable(),
+  payout_started_at: z.date().nullable(),
 });
 export type RedemptionRow = z.infer<typeof redemptionRow>;
 
 const columns = `id, token_id, bearer_pubkey, bearer_owner_id, issuer_owner_id, amount_minor, fee_minor, currency, rail, destination,
   destination_type, head_hash, chain_length, status, gateway_transfer_id, gateway_status, failure_reason, request_tx_id,
-  settle_tx_id, fail_tx_id, device_id, created_at, updated_at, finished_at`;
+  settle_tx_id, fail_tx_id, device_id, created_at, updated_at, finished_at, payout_attempt, payout_error, payout_started_at`;
+/** The columns `redemptionRow` parses, for the modules that read redemptions in their own statements. */
+export const redemptionColumns = columns;
 
 export function getRedemption(db: Queryable, id: string): Promise<RedemptionRow | null> {
   return maybeOne(db, redemptionRow, { name: 'redemption-get', text: `SELECT ${columns} FROM redemptions WHERE id = $1`, values: [id] });
@@ -60,16 +66,30 @@ export function getRedemptionByTransfer(db: Queryable, transferId: string): Prom
   });
 }
 
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The redemption a gateway transfer is about: the one that recorded the transfer's id, else the
+ * one its `externalReference` names (our redemption id; a transfer event can overtake our own
+ * record of the transfer id). Null when neither finds one.
+ */
+export async function findRedemptionForTransfer(db: Queryable, transferId: string, externalReference: string | null): Promise<RedemptionRow | null> {
+  const byTransfer = await getRedemptionByTransfer(db, transferId);
+  if (byTransfer !== null) return byTransfer;
+  if (externalReference === null || !uuidPattern.test(externalReference)) return null;
+  return getRedemption(db, externalReference.toLowerCase());
+}
+
 export function listRedemptions(
   db: Queryable,
-  filter: { status?: RedemptionStatus | undefined },
+  filter: { status?: RedemptionStatus | undefined; tokenId?: string | undefined },
   page: { limit: number; offset: number },
 ): Promise<RedemptionRow[]> {
   return many(db, redemptionRow, {
     name: 'redemption-list',
-    text: `SELECT ${columns} FROM redemptions WHERE ($1::text IS NULL OR status = $1)
+    text: `SELECT ${columns} FROM redemptions WHERE ($1::text IS NULL OR status = $1) AND ($4::uuid IS NULL OR token_id = $4)
             ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`,
-    values: [filter.status ?? null, page.limit, page.offset],
+    values: [filter.status ?? null, page.limit, page.offset, filter.tokenId ?? null],
   });
 }
 
@@ -87,6 +107,8 @@ export interface RedemptionRequest {
   /** Server time now and the expiry grace, for the "not expired" check. */
   nowMs: number;
   expiryGraceMs: number;
+  /** The redeem authorisation, recorded as used in the opening's transaction (accepted once). */
+  authorization?: { authorizationHash: string; signedAtMs: number } | undefined;
 }
 
 export type RedemptionRefusal =
@@ -134,16 +156,43 @@ async function openInTransaction(
     values: [request.tokenId],
   });
   if (plc === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
-  if (plc.status === 'REDEEMED' || plc.redemption_id !== null) {
-    throw new DomainError('PLC_ALREADY_REDEEMED', 'this PLC is already redeemed or has a redemption in flight', {
-      token_id: plc.token_id,
-      redemption_id: plc.redemption_id,
-      status: plc.status,
-    });
+  if (plc.redemption_id === request.redemptionId) {
+    // An earlier attempt of this same opening committed while this one waited for the PLC's lock
+    // (its caller gave up on it: a local activity attempt timed out while PostgreSQL was frozen,
+    // and its transaction went on). The redemption is open: answer it, as the check above would
+    // have had it committed a moment sooner, before the authorisation (recorded by that attempt)
+    // is taken for a replay. Found by the chaos campaign's PostgreSQL freeze.
+    const opened = await getRedemption(client, request.redemptionId);
+    if (opened !== null) return { redemption: opened, created: false };
   }
+  // The fork check first (docs/protocol.md section 8): a fork is refused with its evidence even
+  // when the PLC is being redeemed or is REDEEMED.
   const known = (await listTransfers(client, plc.token_id)).map(toKnownRecord);
   const decision = decide(plc, known);
   if (decision.kind === 'fork') return { kind: 'fork', plc, decision };
+  if (request.authorization !== undefined) {
+    // Accepted once: recorded in this transaction, which the PLC's row lock serialises with any
+    // other opening of this PLC; undone with it if a check below refuses.
+    const fresh = await recordAuthorization(client, {
+      authorizationHash: request.authorization.authorizationHash,
+      kind: 'redeem',
+      signerPubkey: request.bearerPubkey,
+      tokenId: request.tokenId,
+      referenceId: request.redemptionId,
+      signedAtMs: request.authorization.signedAtMs,
+    });
+    if (!fresh) {
+      throw new DomainError('AUTHORIZATION_REPLAYED', 'this signed authorisation was accepted before: each is accepted once; sign a new one', {
+        token_id: plc.token_id,
+      });
+    }
+  }
+  if (plc.status === 'REDEEMED' || plc.redemption_id !== null) {
+    throw new DomainError('PLC_ALREADY_REDEEMED', 'this PLC is already redeemed or has a redemption in flight', {
+      token_id: plc.token_id,
+      status: plc.status,
+    });
+  }
   if (decision.kind === 'unrelated') throw new DomainError('PLC_MISMATCH', 'the presented chain does not continue the registered one');
   if (decision.kind === 'refuse') {
     throw new DomainError('PLC_NOT_REDEEMABLE', `a ${plc.status} PLC cannot be redeemed`, { status: plc.status });
@@ -221,7 +270,7 @@ async function openInTransaction(
 export async function recordGatewayTransfer(db: Queryable, id: string, transferId: string, gatewayStatus: string): Promise<RedemptionRow> {
   const row = await maybeOne(db, redemptionRow, {
     name: 'redemption-record-transfer',
-    text: `UPDATE redemptions SET gateway_transfer_id = coalesce(gateway_transfer_id, $2), gateway_status = $3, updated_at = now()
+    text: `UPDATE redemptions SET gateway_transfer_id = coalesce(gateway_transfer_id, $2), gateway_status = $3, payout_error = NULL, updated_at = now()
             WHERE id = $1 AND (gateway_transfer_id IS NULL OR gateway_transfer_id = $2) RETURNING ${columns}`,
     values: [id, transferId, gatewayStatus],
   });
@@ -267,7 +316,7 @@ export async function finishRedemption(
       });
       const redemption = await one(client, redemptionRow, {
         name: 'redemption-settle',
-        text: `UPDATE redemptions SET status = 'SETTLED', gateway_status = $2, settle_tx_id = $3, updated_at = now(), finished_at = now()
+        text: `UPDATE redemptions SET status = 'SETTLED', gateway_status = $2, settle_tx_id = $3, payout_error = NULL, updated_at = now(), finished_at = now()
                 WHERE id = $1 RETURNING ${columns}`,
         values: [id, outcome.gatewayStatus, booked.transactionId],
       });
@@ -294,7 +343,7 @@ export async function finishRedemption(
     });
     const redemption = await one(client, redemptionRow, {
       name: 'redemption-fail',
-      text: `UPDATE redemptions SET status = 'FAILED', gateway_status = $2, failure_reason = $3, fail_tx_id = $4, updated_at = now(),
+      text: `UPDATE redemptions SET status = 'FAILED', gateway_status = $2, failure_reason = $3, fail_tx_id = $4, payout_error = NULL, updated_at = now(),
                     finished_at = now()
               WHERE id = $1 RETURNING ${columns}`,
       values: [id, outcome.gatewayStatus, outcome.reason.slice(0, 500), booked.transactionId],
@@ -306,5 +355,153 @@ export async function finishRedemption(
       values: [current.token_id, id],
     });
     return { finished: true, redemption };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Payout attempts and operators' retries (migration 21_settlement_retries; docs/operations-console.md)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Records why the current payout attempt is stuck for a reason a retry can fix (null: clears
+ * it), while the redemption waits for its payout.
+ */
+export async function notePayoutError(db: Queryable, id: string, error: string | null): Promise<void> {
+  await db.query({
+    name: 'redemption-payout-error',
+    text: `UPDATE redemptions SET payout_error = $2, updated_at = now() WHERE id = $1 AND status = 'PENDING_PAYMENT'`,
+    values: [id, error === null ? null : error.slice(0, 500)],
+  });
+}
+
+/** Records a refusal of the current attempt's creation (`REFUSED:<code>`) and why a retry can fix it. */
+export async function recordPayoutRefusal(db: Queryable, id: string, gatewayStatus: string, error: string): Promise<void> {
+  await db.query({
+    name: 'redemption-payout-refusal',
+    text: `UPDATE redemptions SET gateway_status = $2, payout_error = $3, updated_at = now()
+            WHERE id = $1 AND status = 'PENDING_PAYMENT' AND gateway_transfer_id IS NULL`,
+    values: [id, gatewayStatus.slice(0, 100), error.slice(0, 500)],
+  });
+}
+
+/**
+ * Closes payout attempt `fromAttempt` (recording its key, transfer and why it ended) and makes
+ * the next one current, with no transfer yet. Guarded: only from PENDING_PAYMENT and only from
+ * the attempt the caller saw, so two retries racing start one new attempt; the loser gets the
+ * row as it is.
+ */
+export async function startNextPayoutAttempt(
+  pool: Pool,
+  input: { redemptionId: string; fromAttempt: number; idempotencyKey: string; closedReason: string; retryId: string },
+): Promise<{ started: boolean; redemption: RedemptionRow }> {
+  return withTransaction(pool, async (client) => {
+    const current = await one(client, redemptionRow, {
+      name: 'redemption-lock-attempt',
+      text: `SELECT ${columns} FROM redemptions WHERE id = $1 FOR UPDATE`,
+      values: [input.redemptionId],
+    });
+    if (current.status !== 'PENDING_PAYMENT' || current.payout_attempt !== input.fromAttempt) return { started: false, redemption: current };
+    await client.query({
+      name: 'redemption-attempt-close',
+      text: `INSERT INTO redemption_payout_attempts (redemption_id, attempt, idempotency_key, gateway_transfer_id, gateway_status, closed_reason, retry_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      values: [current.id, current.payout_attempt, input.idempotencyKey, current.gateway_transfer_id, current.gateway_status, input.closedReason.slice(0, 500), input.retryId],
+    });
+    const redemption = await one(client, redemptionRow, {
+      name: 'redemption-attempt-next',
+      text: `UPDATE redemptions SET payout_attempt = payout_attempt + 1, gateway_transfer_id = NULL, gateway_status = NULL, payout_error = NULL,
+                    payout_started_at = now(), updated_at = now()
+              WHERE id = $1 RETURNING ${columns}`,
+      values: [current.id],
+    });
+    return { started: true, redemption };
+  });
+}
+
+export const retryOutcomes = [
+  'SETTLED',
+  'FAILED',
+  'NEW_ATTEMPT',
+  'STILL_PENDING',
+  'GATEWAY_UNAVAILABLE',
+  'ALREADY_SETTLED',
+  'ALREADY_FAILED',
+  'REFUSED',
+  'ERROR',
+] as const;
+export type RetryOutcome = (typeof retryOutcomes)[number];
+
+const retryRow = z.object({
+  id: z.string().uuid(),
+  redemption_id: z.string().uuid(),
+  requested_by: z.string(),
+  reason: z.string(),
+  requested_at: z.date(),
+  outcome: z.enum(retryOutcomes).nullable(),
+  detail: z.string().nullable(),
+  attempt: z.number().int().nullable(),
+  gateway_status: z.string().nullable(),
+  finished_at: z.date().nullable(),
+});
+export type RetryRow = z.infer<typeof retryRow>;
+const retryColumns = 'id, redemption_id, requested_by, reason, requested_at, outcome, detail, attempt, gateway_status, finished_at';
+
+export function insertRetry(
+  db: Queryable,
+  retry: { id: string; redemptionId: string; requestedBy: string; requestedById: string | null; reason: string },
+): Promise<RetryRow> {
+  return one(db, retryRow, {
+    name: 'redemption-retry-insert',
+    text: `INSERT INTO redemption_retries (id, redemption_id, requested_by, requested_by_id, reason) VALUES ($1, $2, $3, $4, $5)
+           RETURNING ${retryColumns}`,
+    values: [retry.id, retry.redemptionId, retry.requestedBy.slice(0, 100), retry.requestedById, retry.reason],
+  });
+}
+
+/** Records a retry's outcome once (a retried activity finds it recorded and leaves it). */
+export async function finishRetry(
+  db: Queryable,
+  id: string,
+  result: { outcome: RetryOutcome; detail: string; attempt: number | null; gatewayStatus: string | null },
+): Promise<void> {
+  await db.query({
+    name: 'redemption-retry-finish',
+    text: `UPDATE redemption_retries SET outcome = $2, detail = $3, attempt = $4, gateway_status = $5, finished_at = now()
+            WHERE id = $1 AND outcome IS NULL`,
+    values: [id, result.outcome, result.detail.slice(0, 1000), result.attempt, result.gatewayStatus?.slice(0, 100) ?? null],
+  });
+}
+
+export function getRetry(db: Queryable, id: string): Promise<RetryRow | null> {
+  return maybeOne(db, retryRow, { name: 'redemption-retry-get', text: `SELECT ${retryColumns} FROM redemption_retries WHERE id = $1`, values: [id] });
+}
+
+/** A redemption's retries, newest first (bounded). */
+export function listRetries(db: Queryable, redemptionId: string, limit = 100): Promise<RetryRow[]> {
+  return many(db, retryRow, {
+    name: 'redemption-retry-list',
+    text: `SELECT ${retryColumns} FROM redemption_retries WHERE redemption_id = $1 ORDER BY requested_at DESC, id LIMIT $2`,
+    values: [redemptionId, limit],
+  });
+}
+
+const attemptRow = z.object({
+  attempt: z.number().int(),
+  idempotency_key: z.string(),
+  gateway_transfer_id: z.string().nullable(),
+  gateway_status: z.string().nullable(),
+  closed_reason: z.string(),
+  retry_id: z.string().uuid(),
+  closed_at: z.date(),
+});
+export type PayoutAttemptRow = z.infer<typeof attemptRow>;
+
+/** A redemption's closed payout attempts, oldest first (at most 50 by the CHECK). */
+export function listPayoutAttempts(db: Queryable, redemptionId: string): Promise<PayoutAttemptRow[]> {
+  return many(db, attemptRow, {
+    name: 'redemption-attempt-list',
+    text: `SELECT attempt, idempotency_key, gateway_transfer_id, gateway_status, closed_reason, retry_id, closed_at
+             FROM redemption_payout_attempts WHERE redemption_id = $1 ORDER BY attempt`,
+    values: [redemptionId],
   });
 }

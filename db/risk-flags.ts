@@ -4,7 +4,7 @@ import { many, maybeOne, one } from './sql.ts';
 
 export const riskSeverities = ['low', 'medium', 'high', 'critical'] as const;
 export type RiskSeverity = (typeof riskSeverities)[number];
-export const riskFlagTypes = ['DOUBLE_SPEND_FORK', 'DOUBLE_REDEMPTION_ATTEMPT', 'OVERDUE_EXPIRY'] as const;
+export const riskFlagTypes = ['DOUBLE_SPEND_FORK', 'DOUBLE_REDEMPTION_ATTEMPT', 'OVERDUE_EXPIRY', 'WEBHOOK_CONTRADICTS_GATEWAY', 'GATEWAY_AUDIT_MISMATCH'] as const;
 export type RiskFlagType = (typeof riskFlagTypes)[number];
 
 export const riskFlagRow = z.object({
@@ -54,16 +54,16 @@ export function raiseRiskFlag(
 
 export function listRiskFlags(
   db: Queryable,
-  filter: { resolved?: boolean | undefined; severity?: RiskSeverity | undefined; subjectPubkey?: string | undefined },
+  filter: { resolved?: boolean | undefined; severity?: RiskSeverity | undefined; subjectPubkey?: string | undefined; tokenId?: string | undefined },
   page: { limit: number; offset: number },
 ): Promise<RiskFlagRow[]> {
   return many(db, riskFlagRow, {
     name: 'risk-flag-list',
     text: `SELECT ${columns} FROM risk_flags
             WHERE ($1::boolean IS NULL OR resolved = $1) AND ($2::text IS NULL OR severity = $2)
-              AND ($3::text IS NULL OR subject_pubkey = $3)
+              AND ($3::text IS NULL OR subject_pubkey = $3) AND ($6::uuid IS NULL OR token_id = $6)
             ORDER BY created_at DESC, id LIMIT $4 OFFSET $5`,
-    values: [filter.resolved ?? null, filter.severity ?? null, filter.subjectPubkey ?? null, page.limit, page.offset],
+    values: [filter.resolved ?? null, filter.severity ?? null, filter.subjectPubkey ?? null, page.limit, page.offset, filter.tokenId ?? null],
   });
 }
 

@@ -13,6 +13,7 @@ import {
   billingTypes,
   paymentStatuses,
   pixAddressKeyTypes,
+  transferStatuses,
   webhookEvents,
   type CreateCustomerInput,
   type CreatePaymentInput,
@@ -28,6 +29,7 @@ import {
   type GatewayTransfer,
   type GatewayWebhook,
   type ListPaymentsInput,
+  type ListTransfersInput,
   type RefundPaymentInput,
   type UpdateWebhookInput,
 } from './types.ts';
@@ -83,9 +85,12 @@ export interface GatewayClient {
   cancelPayment(paymentId: string, options?: GatewayCallOptions): Promise<GatewayCancelResult>;
   /** Refunds a received charge in full. Refunding a charge already REFUNDED returns it unchanged. */
   refundPayment(paymentId: string, input?: RefundPaymentInput, options?: GatewayCallOptions): Promise<GatewayPayment>;
+  /** One page of the account's charges, oldest first; filters are exact matches, dates inclusive. */
   listPayments(input?: ListPaymentsInput, options?: GatewayCallOptions): Promise<GatewayPage<GatewayPayment>>;
   createTransfer(input: CreateTransferInput, options?: GatewayCallOptions): Promise<GatewayTransfer>;
   getTransfer(transferId: string, options?: GatewayCallOptions): Promise<GatewayTransfer>;
+  /** One page of the account's transfers (payouts), oldest first; filters are exact matches, dates inclusive. */
+  listTransfers(input?: ListTransfersInput, options?: GatewayCallOptions): Promise<GatewayPage<GatewayTransfer>>;
   listWebhooks(options?: GatewayCallOptions): Promise<GatewayWebhook[]>;
   updateWebhook(webhookId: string, input: UpdateWebhookInput, options?: GatewayCallOptions): Promise<GatewayWebhook>;
   /** Clears the webhook queue's penalty and interruption; the gateway refuses a second removal within 5 minutes (429). */
@@ -96,6 +101,7 @@ export interface GatewayClient {
 
 export const defaultResponseBytesMax = 4 * 1024 * 1024;
 export const paymentPageLimitMax = 100;
+export const transferPageLimitMax = 100;
 export const webhookPageLimitMax = 100;
 const offsetMax = 1_000_000_000;
 const idempotencyKeyPattern = /^[\x21-\x7e]{1,255}$/;
@@ -352,7 +358,33 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         method: 'GET',
         path: '/v3/payments',
         schema: listWireSchema(paymentWireSchema),
-        query: { status: input.status, customer: input.customerId, externalReference: input.externalReference, limit, offset },
+        query: {
+          status: input.status,
+          customer: input.customerId,
+          externalReference: input.externalReference,
+          ...dateCreatedQuery(operation, input),
+          limit,
+          offset,
+        },
+        signal: callOptions?.signal,
+      });
+      return { items: page.data, hasMore: page.hasMore, totalCount: page.totalCount, limit: page.limit, offset: page.offset };
+    },
+
+    async listTransfers(input = {}, callOptions) {
+      const operation = 'listTransfers';
+      if (input.status !== undefined && !(transferStatuses as readonly string[]).includes(input.status)) {
+        throw invalidRequest(operation, `unknown transfer status ${input.status}`);
+      }
+      if (input.externalReference !== undefined) requireText(operation, 'externalReference', input.externalReference, 1, 255);
+      const limit = requireInteger(operation, 'limit', input.limit ?? 10, 1, transferPageLimitMax);
+      const offset = requireInteger(operation, 'offset', input.offset ?? 0, 0, offsetMax);
+      const page = await call({
+        operation,
+        method: 'GET',
+        path: '/v3/transfers',
+        schema: listWireSchema(transferWireSchema),
+        query: { status: input.status, externalReference: input.externalReference, ...dateCreatedQuery(operation, input), limit, offset },
         signal: callOptions?.signal,
       });
       return { items: page.data, hasMore: page.hasMore, totalCount: page.totalCount, limit: page.limit, offset: page.offset };
@@ -539,6 +571,13 @@ function requireDate(operation: string, name: string, value: string): void {
   if (!datePattern.test(value) || Number.isNaN(date.getTime()) || date.toISOString().slice(0, 10) !== value) {
     throw invalidRequest(operation, `${name} must be a calendar date YYYY-MM-DD`);
   }
+}
+
+/** The list filters `dateCreated[ge]` and `dateCreated[le]` (the gateway's bracket syntax). */
+function dateCreatedQuery(operation: string, input: { dateCreatedFrom?: string; dateCreatedTo?: string }): Record<string, string | undefined> {
+  if (input.dateCreatedFrom !== undefined) requireDate(operation, 'dateCreatedFrom', input.dateCreatedFrom);
+  if (input.dateCreatedTo !== undefined) requireDate(operation, 'dateCreatedTo', input.dateCreatedTo);
+  return { 'dateCreated[ge]': input.dateCreatedFrom, 'dateCreated[le]': input.dateCreatedTo };
 }
 
 function requireAmount(operation: string, amountMinor: bigint): number {

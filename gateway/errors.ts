@@ -90,3 +90,19 @@ export function defaultCodeForStatus(status: number): string {
       return status >= 500 ? 'SERVER_ERROR' : `HTTP_${status}`;
   }
 }
+
+/**
+ * What a failed call means for the caller, decided once here: `timeout` (no answer in time: the
+ * call may or may not have happened), `unavailable` (the gateway failed: 5xx, no connection, an
+ * answer we cannot read), `not_found` (404), `too_soon` (429: the gateway's own rate or cooldown,
+ * with `retryAfterMs`), `refused` (any other 4xx: the request or our credential is wrong).
+ */
+export type GatewayFailureKind = 'timeout' | 'unavailable' | 'not_found' | 'too_soon' | 'refused';
+
+export function gatewayFailureKind(error: GatewayError): GatewayFailureKind {
+  if (error.code === gatewayClientErrorCodes.timeout || error.code === gatewayClientErrorCodes.aborted || error.status === 408) return 'timeout';
+  if (error.status === null || error.status >= 500 || error.code === gatewayClientErrorCodes.invalidResponse) return 'unavailable';
+  if (error.status === 404) return 'not_found';
+  if (error.status === 429) return 'too_soon';
+  return 'refused';
+}

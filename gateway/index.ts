@@ -3,10 +3,10 @@
  * from here; the wire shapes in `wire.ts` are the adapter's own business (the simulator, which
  * speaks the same wire, is the one other reader).
  */
-export { createGatewayClient, gatewayIdempotencyKey, paymentPageLimitMax } from './client.ts';
+export { createGatewayClient, gatewayIdempotencyKey, paymentPageLimitMax, transferPageLimitMax } from './client.ts';
 export type { GatewayClient, GatewayClientOptions } from './client.ts';
-export { GatewayError, gatewayClientErrorCodes, isGatewayError } from './errors.ts';
-export type { GatewayErrorDetail } from './errors.ts';
+export { GatewayError, gatewayClientErrorCodes, gatewayFailureKind, isGatewayError } from './errors.ts';
+export type { GatewayErrorDetail, GatewayFailureKind } from './errors.ts';
 export { formatWireDecimal, minorFromWireValue, wireAmountMinorMax, wireValueFromMinor } from './money.ts';
 export * from './types.ts';
 export {
@@ -16,9 +16,14 @@ export {
   isFinalPaymentStatus,
   isFinalTransferStatus,
   isPaidPaymentStatus,
+  paymentEventContradicts,
+  paymentOutcome,
   paymentStatusByEvent,
+  paymentStatusDecides,
   paymentStatusRank,
   paymentStatusRanks,
+  payoutEventContradicts,
+  payoutOutcome,
   shouldApplyPaymentStatus,
   shouldApplyTransferStatus,
   transferStatusByEvent,
@@ -26,5 +31,5 @@ export {
   transferStatusRanks,
   transferValidationAnswerSchema,
 } from './webhooks.ts';
-export type { GatewayWebhookClassification, TransferValidationAnswer } from './webhooks.ts';
+export type { GatewayOutcome, GatewayWebhookClassification, TransferValidationAnswer } from './webhooks.ts';
 export { wireHeaders } from './wire.ts';

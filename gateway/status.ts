@@ -103,3 +103,109 @@ export const transferStatusByEvent: Readonly<Record<TransferEvent, TransferStatu
   TRANSFER_CANCELLED: 'CANCELLED',
 };
 
+
+/**
+ * What a gateway status means for the money that waits on it, decided here once: `paid` (the
+ * payout went out; the charge's money came in), `failed` (it will not: the redemption fails and
+ * the PLC is reverted; the charge fails, an OVERDUE one once cancelled at the gateway), `open`
+ * (not decided yet). Anything this adapter does not know is `open`: it never moves money.
+ */
+export type GatewayOutcome = 'paid' | 'failed' | 'open';
+
+/** A payout (transfer): DONE is paid; FAILED and CANCELLED are failed; PENDING, BANK_PROCESSING open. */
+export function payoutOutcome(status: string): GatewayOutcome {
+  if (status === 'DONE') return 'paid';
+  if (status === 'FAILED' || status === 'CANCELLED') return 'failed';
+  return 'open';
+}
+
+/**
+ * A charge (payment): RECEIVED, CONFIRMED, RECEIVED_IN_CASH, DUNNING_RECEIVED are paid; OVERDUE,
+ * REFUNDED, DELETED failed (the spec's reconcile rule, OVERDUE or REFUNDED, plus a cancelled
+ * charge); the rest open.
+ */
+export function paymentOutcome(status: string): GatewayOutcome {
+  if (isKnownPaymentStatus(status) && isPaidPaymentStatus(status)) return 'paid';
+  if (isKnownPaymentStatus(status) && isFailedPaymentStatus(status)) return 'failed';
+  return 'open';
+}
+
+function isKnownPaymentStatus(status: string): status is PaymentStatus {
+  return Object.hasOwn(paymentStatusRanks, status);
+}
+
+/**
+ * Where a charge stands on its path: `open` (waiting), `overdue` (not paid by its due date; a
+ * Boleto can still be paid), `paid` (the money came in: received, confirmed, and the card-only and
+ * refund-in-progress statuses that follow a payment), `refunded`, `deleted` (cancelled unpaid).
+ * A charge moves open -> overdue -> paid -> refunded, or open/overdue -> deleted.
+ */
+type PaymentStage = 'open' | 'overdue' | 'paid' | 'refunded' | 'deleted';
+
+const paymentStages: Readonly<Record<PaymentStatus, PaymentStage>> = {
+  PENDING: 'open',
+  AWAITING_RISK_ANALYSIS: 'open',
+  OVERDUE: 'overdue',
+  DUNNING_REQUESTED: 'overdue',
+  RECEIVED: 'paid',
+  RECEIVED_IN_CASH: 'paid',
+  DUNNING_RECEIVED: 'paid',
+  CONFIRMED: 'paid',
+  CHARGEBACK_REQUESTED: 'paid',
+  CHARGEBACK_DISPUTE: 'paid',
+  AWAITING_CHARGEBACK_REVERSAL: 'paid',
+  REFUND_REQUESTED: 'paid',
+  REFUND_IN_PROGRESS: 'paid',
+  REFUNDED: 'refunded',
+  DELETED: 'deleted',
+};
+
+const stagesAfter: Readonly<Record<PaymentStage, readonly PaymentStage[]>> = {
+  open: ['open', 'overdue', 'paid', 'refunded', 'deleted'],
+  overdue: ['overdue', 'paid', 'refunded', 'deleted'],
+  paid: ['paid', 'refunded'],
+  refunded: ['refunded'],
+  deleted: ['deleted'],
+};
+
+/** Whether a payment status says anything a charge could act on: anything past PENDING (and any status this adapter does not know). */
+export function paymentStatusDecides(status: string): boolean {
+  return !isKnownPaymentStatus(status) || paymentStages[status] !== 'open';
+}
+
+/**
+ * Whether an event that announced `eventStatus` contradicts what the gateway says now
+ * (`gatewayStatus`, read after the event arrived). The gateway's status may have moved on since
+ * the event (a RECEIVED event read back as CONFIRMED or REFUNDED, an OVERDUE Boleto paid late):
+ * that is no contradiction. A status the charge cannot reach from the event's (a PAYMENT_RECEIVED
+ * whose charge the gateway holds PENDING or DELETED, a PAYMENT_DELETED the gateway still holds
+ * PENDING) is one: the event is false, whoever sent it.
+ */
+export function paymentEventContradicts(eventStatus: string, gatewayStatus: string): boolean {
+  if (!isKnownPaymentStatus(eventStatus) || !isKnownPaymentStatus(gatewayStatus)) return eventStatus !== gatewayStatus;
+  return !stagesAfter[paymentStages[eventStatus]].includes(paymentStages[gatewayStatus]);
+}
+
+/**
+ * Whether a transfer event's final status contradicts the gateway's current status of the
+ * transfer: a final status never moves, so the two must mean the same (FAILED and CANCELLED both
+ * mean failed). A final event about a transfer the gateway still holds open contradicts it too.
+ */
+export function payoutEventContradicts(eventStatus: string, gatewayStatus: string): boolean {
+  return payoutOutcome(eventStatus) !== payoutOutcome(gatewayStatus);
+}
+
+/**
+ * Refusals of a payout's creation that a retry can fix once the cause is dealt with: the
+ * platform's own account at the gateway does not cover the payout (`insufficient_balance`: fund
+ * it, then retry). Any other refusal (an invalid Pix key, a validation error) is final. The
+ * redemption workflow records a refusal as `REFUSED:<code>` (activities/redemption.ts).
+ */
+export const transientPayoutRefusalCodes: readonly string[] = ['insufficient_balance'];
+
+export const payoutRefusalPrefix = 'REFUSED:';
+
+/** Whether a payout refused with this recorded status (`REFUSED:<code>`) may be retried. */
+export function isTransientPayoutRefusal(gatewayStatus: string): boolean {
+  return gatewayStatus.startsWith(payoutRefusalPrefix) && transientPayoutRefusalCodes.includes(gatewayStatus.slice(payoutRefusalPrefix.length));
+}

@@ -194,6 +194,20 @@ export interface ListPaymentsInput {
   status?: PaymentStatus;
   customerId?: string;
   externalReference?: string;
+  /** Created on or after / on or before this date (YYYY-MM-DD, the gateway's calendar): `dateCreated[ge]`, `dateCreated[le]`. */
+  dateCreatedFrom?: string;
+  dateCreatedTo?: string;
+  /** 1 to 100; the gateway's default is 10. */
+  limit?: number;
+  offset?: number;
+}
+
+export interface ListTransfersInput {
+  status?: TransferStatus;
+  externalReference?: string;
+  /** Created on or after / on or before this date (YYYY-MM-DD, the gateway's calendar): `dateCreated[ge]`, `dateCreated[le]`. */
+  dateCreatedFrom?: string;
+  dateCreatedTo?: string;
   /** 1 to 100; the gateway's default is 10. */
   limit?: number;
   offset?: number;

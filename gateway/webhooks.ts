@@ -164,15 +164,21 @@ export {
   isFinalPaymentStatus,
   isFinalTransferStatus,
   isPaidPaymentStatus,
+  paymentEventContradicts,
+  paymentOutcome,
   paymentStatusByEvent,
+  paymentStatusDecides,
   paymentStatusRank,
   paymentStatusRanks,
+  payoutEventContradicts,
+  payoutOutcome,
   shouldApplyPaymentStatus,
   shouldApplyTransferStatus,
   transferStatusByEvent,
   transferStatusRank,
   transferStatusRanks,
 } from './status.ts';
+export type { GatewayOutcome } from './status.ts';
 
 /** Re-exported so a webhook sender (the simulator) can type its bodies against the same wire shapes. */
 export type { PaymentWire, TransferWire };

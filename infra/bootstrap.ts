@@ -1,7 +1,7 @@
 import { hashPassword } from './passwords.ts';
 import { ensureAdminUser } from '../db/admin-users.ts';
 import { applyMigrations } from '../db/migrate.ts';
-import type { Pool } from '../db/pool.ts';
+import { createPool, type Pool } from '../db/pool.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
 
@@ -20,6 +20,19 @@ export async function prepareDatabase(pool: Pool, config: Config, logger: Logger
       role: 'super_admin',
     });
     if (created) logger.info({ username: config.ADMIN_USERNAME }, 'created the first super-admin');
+  }
+}
+
+/**
+ * `prepareDatabase` on a connection of its own without a statement timeout: a migration may
+ * legitimately run longer than the serving pool's bound (DATABASE_STATEMENT_TIMEOUT_MS).
+ */
+export async function prepareDatabaseAt(connectionString: string, config: Config, logger: Logger, applicationName: string): Promise<void> {
+  const pool = createPool({ connectionString, max: 1, applicationName, statementTimeoutMs: 0, connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS });
+  try {
+    await prepareDatabase(pool, config, logger);
+  } finally {
+    await pool.end();
   }
 }
 

@@ -25,6 +25,18 @@ export const configSchema = z
     /** PostgreSQL holding the ledger. Unset: `npm start` runs an embedded PostgreSQL under DATA_DIR. */
     DATABASE_URL: z.string().url().optional(),
     DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+    /**
+     * Operating limits (docs/architecture.md): every wait on PostgreSQL is bounded. Opening a
+     * connection, and waiting for a free one when the pool is busy, at most this long.
+     */
+    DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(2000),
+    /**
+     * The API's statement timeout (PostgreSQL cancels a statement running longer); the client
+     * itself stops waiting 1 s later, so a frozen or cut-off server is noticed too.
+     */
+    DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
+    /** The worker's statement timeout: activities are retried, and a reconcile batch may wait 10 s for its locks. */
+    WORKER_DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
     EMBEDDED_POSTGRES_PORT: z.coerce.number().int().min(1).max(65535).default(5433),
 
     /** Temporal frontend. Unset: `npm start` runs the Temporal CLI dev server under DATA_DIR. */
@@ -38,9 +50,21 @@ export const configSchema = z
      * what a smaller one does to PLC creates.
      */
     TEMPORAL_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).optional(),
+    /**
+     * The Temporal calls made while answering a request (update-with-start and its wait for the
+     * update's outcome, signals, starts, describes) end this long after the request arrived at
+     * the latest; so does each signal of the PLC status outbox's dispatcher.
+     */
+    TEMPORAL_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5000),
     TEMPORAL_CLI: z.string().min(1).optional(),
     TEMPORAL_DEV_PORT: z.coerce.number().int().min(1).max(65535).default(7233),
     TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
+    /**
+     * Where operators open the Temporal UI: the web console links every PLC, redemption, charge and
+     * reconcile run to its workflow there. Unset: the embedded dev server's UI in development
+     * (http://127.0.0.1:TEMPORAL_UI_PORT), no links elsewhere.
+     */
+    TEMPORAL_UI_URL: z.string().url().optional(),
 
     /** Administration: HMAC key for the admin JWTs, and the first super-admin created at start. */
     JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
@@ -48,10 +72,30 @@ export const configSchema = z
     ADMIN_USERNAME: z.string().min(3).max(64).optional(),
     ADMIN_PASSWORD: z.string().min(12, 'must be at least 12 characters').max(256).optional(),
     LOGIN_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(10_000).default(10),
+    /**
+     * Refuse an admin token whose lifetime (exp - iat) is longer than this, however correctly it
+     * is signed. Unset: JWT_TTL_SECONDS, the lifetime of the tokens this service issues.
+     */
+    JWT_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(60).max(86_400).optional(),
+    /**
+     * The per-account login throttle (db/admin-login-throttle.ts), counted in PostgreSQL across
+     * replicas: this many consecutive failures without delay; then a wait of
+     * ADMIN_LOGIN_DELAY_BASE_MS doubling with each failure; at ADMIN_LOGIN_LOCKOUT_FAILURES the
+     * account is locked for ADMIN_LOGIN_LOCKOUT_MS (again after each failure past it) unless an
+     * operator lifts it (`npm run admin -- unlock <username>`); a correct password clears it.
+     */
+    ADMIN_LOGIN_FREE_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(3),
+    ADMIN_LOGIN_DELAY_BASE_MS: z.coerce.number().int().min(1).max(3_600_000).default(1000),
+    ADMIN_LOGIN_LOCKOUT_FAILURES: z.coerce.number().int().min(2).max(1000).default(10),
+    ADMIN_LOGIN_LOCKOUT_MS: z.coerce.number().int().min(1).max(30 * 86_400_000).default(900_000),
+    /** An account's failures idle this long (and not waiting) are forgotten. */
+    ADMIN_LOGIN_FORGET_AFTER_MS: z.coerce.number().int().min(1000).max(365 * 86_400_000).default(86_400_000),
 
     /** Bounded waits for readiness checks, so /readyz answers even when a dependency hangs. */
     READINESS_TIMEOUT_MS: durationMs.default(2000),
     SHUTDOWN_GRACE_MS: durationMs.default(30_000),
+    /** Retry-After of a 503 answered because PostgreSQL or Temporal did not answer in time or could not be reached. */
+    DEPENDENCY_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).max(3600).default(2),
 
     /** PLC limits, in minor units of the PLC's currency (5,000.00 and 20,000.00 by default). */
     PLC_MAX_AMOUNT_MINOR: z.coerce.bigint().min(1n).max(10n ** 15n).default(500_000n),
@@ -88,6 +132,24 @@ export const configSchema = z
     GROUP_COMMIT_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(4),
     /** Registered chains of live PLCs this process remembers (api/registered-chains.ts); 0 turns the memo off. */
     PLC_CHAIN_MEMO_MAX: z.coerce.number().int().min(0).max(10_000_000).default(20_000),
+    /**
+     * How often the ledger-check workflow (a Temporal schedule) checks every ledger invariant and
+     * records the totals the stats dashboard shows; a check older than twice this is reported stale.
+     */
+    LEDGER_CHECK_INTERVAL_MS: durationMs.default(3_600_000),
+    /**
+     * Realtime event streams (docs/operations-console.md, "Realtime events"): a comment line this
+     * often on an idle stream; the bus polls the event table this often while anyone listens (a
+     * NOTIFY normally wakes it first); a stream whose unsent data passes this many bytes is
+     * dropped (the client resumes with Last-Event-ID); at most this many streams per process;
+     * the event table keeps the newest REALTIME_EVENTS_KEEP events for at most the retention.
+     */
+    REALTIME_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
+    REALTIME_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+    REALTIME_CLIENT_BUFFER_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(256 * 1024),
+    REALTIME_MAX_CLIENTS: z.coerce.number().int().min(1).max(100_000).default(1000),
+    REALTIME_EVENTS_KEEP: z.coerce.number().int().min(100).max(100_000_000).default(100_000),
+    REALTIME_EVENTS_RETENTION_MS: durationMs.default(86_400_000),
     /** GET /api/v1/admin/queues/stats reports a queue as lagging once its oldest waiting item is this old. */
     QUEUE_LAG_ALERT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(60_000),
 
@@ -97,10 +159,44 @@ export const configSchema = z
     /** The token the gateway sends in `gateway-access-token` on every webhook. */
     GATEWAY_WEBHOOK_TOKEN: z.string().min(8).max(255).default('sim-webhook-token'),
     GATEWAY_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+    /**
+     * The URL the gateway delivers events to, set on a webhook by PUT /api/v1/redemption/webhook/configure
+     * (the dual-flow endpoint). Unset: http://HOST:PORT/api/v1/redemption/webhook/gateway outside
+     * production; in production configure refuses until it is set.
+     */
+    GATEWAY_WEBHOOK_URL: z.string().url().optional(),
+    /** Least time between two backoff removals of one webhook (the spec's Limits: at least 5 minutes). */
+    WEBHOOK_BACKOFF_COOLDOWN_MS: z.coerce.number().int().min(100).max(86_400_000).default(300_000),
+    /**
+     * Backoff removal requests (remove-backoff and remove-penalty together) per minute per client
+     * address, counted before the admin guard: a removal refused by its cooldown still costs a
+     * Temporal update, so a client retrying in a loop is slowed, with or without a valid token.
+     */
+    RATE_LIMIT_WEBHOOK_REMOVAL_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(10),
+    /** The webhook monitor's schedule (webhook-monitor): how often it reads the gateway's queues. */
+    WEBHOOK_MONITOR_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
+    /** Whether the worker creates (or updates) the webhook-monitor schedule at start. */
+    WEBHOOK_MONITOR_ENABLED: booleanFromEnv.default(true),
+    /** Whether the scheduled monitor removes penalties itself as cooldowns allow; unset: on outside production. */
+    WEBHOOK_AUTO_HEAL: booleanFromEnv.optional(),
     /** Token required on POST /api/v1/webhooks/supabase (header `x-webhook-token`); unset refuses every call. */
     SUPABASE_WEBHOOK_TOKEN: z.string().min(8).max(255).optional(),
     /** How long a redemption waits for the gateway's transfer webhook before asking the gateway itself. */
     REDEMPTION_WEBHOOK_WAIT_MS: z.coerce.number().int().min(100).max(86_400_000).default(600_000),
+    /**
+     * An operator may retry a PENDING_PAYMENT redemption whose payout has had no final answer for
+     * this long (sooner when its payout is stuck or its workflow has ended); a stuck or stalled
+     * payout waits REDEMPTION_OPERATOR_WAIT_MS for a retry before its run ends.
+     */
+    SETTLEMENT_RETRY_STALLED_AFTER_MS: durationMs.default(1_800_000),
+    REDEMPTION_OPERATOR_WAIT_MS: durationMs.default(7 * 86_400_000),
+    /**
+     * The gateway audit (docs/reconciliation.md): how often its Temporal Schedule (`gateway-audit`,
+     * created by the worker at start) runs it, 0 for never (the schedule is removed), and how many
+     * days back from today (the gateway's calendar) it lists the gateway's transfers and payments.
+     */
+    GATEWAY_AUDIT_INTERVAL_MS: z.coerce.number().int().min(0).max(7 * 86_400_000).default(3_600_000),
+    GATEWAY_AUDIT_LOOKBACK_DAYS: z.coerce.number().int().min(0).max(90).default(2),
     /** How long a charge waits for payment after its due date before it is failed. */
     CHARGE_DUE_DAYS: z.coerce.number().int().min(1).max(60).default(3),
     /** Testing only: how long a charge waits for its payment instead of until its due date. Refused in production. */
@@ -108,12 +204,40 @@ export const configSchema = z
     /** The /api/v1/dev/ simulation endpoints: on outside production unless set; never in production. */
     DEV_ENDPOINTS_ENABLED: booleanFromEnv.optional(),
 
+    /**
+     * Security (docs/security.md). PIN_PEPPER: the server-side secret mixed into every stored PIN
+     * hash, kept outside the database (at least 32 characters); generated into DATA_DIR by
+     * `npm start` in development, required in production. Without it the PIN routes answer 503.
+     */
+    PIN_PEPPER: z.string().min(32, 'must be at least 32 characters').max(1024).optional(),
+    /** The first lockout after 5 consecutive failed PIN attempts; each further one doubles, up to the cap. */
+    PIN_LOCKOUT_MS: z.coerce.number().int().min(1000).max(7 * 86_400_000).default(15 * 60_000),
+    PIN_LOCKOUT_MAX_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(86_400_000),
+    /** How long an e-mailed PIN reset token is valid. */
+    PIN_RESET_TOKEN_TTL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(30 * 60_000),
+    /** Reset requests per owner per hour (every address together), on top of the per-address limit. */
+    PIN_RESET_REQUESTS_PER_HOUR: z.coerce.number().int().min(1).max(1000).default(5),
+    /** Requests per minute per client address on each /api/v1/security/ route. */
+    RATE_LIMIT_SECURITY_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),
+    /**
+     * Outgoing mail for PIN resets: smtp://user:pass@host:port (or smtps://). Unset: request-reset
+     * answers 501 PIN_RESET_EMAIL_UNAVAILABLE. `npm start` points it at its embedded sink.
+     */
+    SMTP_URL: z
+      .string()
+      .url()
+      .refine((value) => /^smtps?:\/\//.test(value), 'must be an smtp:// or smtps:// URL')
+      .optional(),
+    SMTP_FROM: z.string().min(3).max(320).default('PLC settlement <no-reply@localhost>'),
+    /** Port of the SMTP sink `npm start` runs when SMTP_URL is unset (messages kept under DATA_DIR/mail). */
+    SMTP_SINK_PORT: z.coerce.number().int().min(0).max(65535).default(2525),
+
     /** Offers /docs (the interactive OpenAPI page); on by default. */
     API_DOCS_ENABLED: booleanFromEnv.default(true),
   })
   .superRefine((config, ctx) => {
     if (config.APP_ENV === 'production') {
-      for (const key of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'JWT_SECRET'] as const) {
+      for (const key of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'JWT_SECRET', 'PIN_PEPPER'] as const) {
         if (config[key] === undefined) {
           ctx.addIssue({ code: 'custom', path: [key], message: 'is required when APP_ENV=production' });
         }
@@ -140,6 +264,23 @@ export const configSchema = z
         code: 'custom',
         path: ['GROUP_COMMIT_IN_FLIGHT'],
         message: `2 x GROUP_COMMIT_IN_FLIGHT (${2 * config.GROUP_COMMIT_IN_FLIGHT}) must stay below DATABASE_POOL_MAX (${config.DATABASE_POOL_MAX}): group commits would hold every connection`,
+      });
+    }
+    if (config.PIN_LOCKOUT_MAX_MS < config.PIN_LOCKOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['PIN_LOCKOUT_MAX_MS'], message: `must be at least PIN_LOCKOUT_MS (${config.PIN_LOCKOUT_MS})` });
+    }
+    if (config.JWT_MAX_LIFETIME_SECONDS !== undefined && config.JWT_MAX_LIFETIME_SECONDS < config.JWT_TTL_SECONDS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWT_MAX_LIFETIME_SECONDS'],
+        message: `must be at least JWT_TTL_SECONDS (${config.JWT_TTL_SECONDS}): the service would refuse its own tokens`,
+      });
+    }
+    if (config.ADMIN_LOGIN_LOCKOUT_FAILURES <= config.ADMIN_LOGIN_FREE_ATTEMPTS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ADMIN_LOGIN_LOCKOUT_FAILURES'],
+        message: `must be above ADMIN_LOGIN_FREE_ATTEMPTS (${config.ADMIN_LOGIN_FREE_ATTEMPTS})`,
       });
     }
     if ((config.ADMIN_USERNAME === undefined) !== (config.ADMIN_PASSWORD === undefined)) {
@@ -176,7 +317,39 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /** Config fields that must never reach a log line. */
-export const secretConfigKeys = ['JWT_SECRET', 'ADMIN_PASSWORD', 'DATABASE_URL', 'GATEWAY_API_KEY', 'GATEWAY_WEBHOOK_TOKEN', 'SUPABASE_WEBHOOK_TOKEN'] as const;
+export const secretConfigKeys = [
+  'JWT_SECRET',
+  'ADMIN_PASSWORD',
+  'DATABASE_URL',
+  'GATEWAY_API_KEY',
+  'GATEWAY_WEBHOOK_TOKEN',
+  'SUPABASE_WEBHOOK_TOKEN',
+  'PIN_PEPPER',
+  'SMTP_URL',
+] as const;
+
+export function webhookAutoHealEnabled(config: Config): boolean {
+  return config.WEBHOOK_AUTO_HEAL ?? config.APP_ENV !== 'production';
+}
+
+/** The URL a configured webhook delivers to, or null when production has not set one. */
+export function gatewayWebhookUrl(config: Config): string | null {
+  if (config.GATEWAY_WEBHOOK_URL !== undefined) return config.GATEWAY_WEBHOOK_URL;
+  if (config.APP_ENV === 'production') return null;
+  const host = config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST;
+  return `http://${host}:${config.PORT}/api/v1/redemption/webhook/gateway`;
+}
+
+/** The login throttle's policy, from the configuration. */
+export function loginThrottlePolicy(config: Config) {
+  return {
+    freeAttempts: config.ADMIN_LOGIN_FREE_ATTEMPTS,
+    delayBaseMs: config.ADMIN_LOGIN_DELAY_BASE_MS,
+    lockoutFailures: config.ADMIN_LOGIN_LOCKOUT_FAILURES,
+    lockoutMs: config.ADMIN_LOGIN_LOCKOUT_MS,
+    forgetAfterMs: config.ADMIN_LOGIN_FORGET_AFTER_MS,
+  };
+}
 
 export function devEndpointsEnabled(config: Config): boolean {
   return config.DEV_ENDPOINTS_ENABLED ?? config.APP_ENV !== 'production';

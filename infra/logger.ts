@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { truncateIdentifier } from '../src/ops/canary.ts';
 
 /**
  * Paths pino replaces with "[redacted]" wherever they appear in a log object: credentials,
@@ -29,13 +30,66 @@ export const redactedPaths = [
   'databaseUrl',
   'DATABASE_URL',
   'JWT_SECRET',
+  'PIN_PEPPER',
+  'SMTP_URL',
+  'pepper',
+  '*.pepper',
+  'salt',
+  '*.salt',
+  'email',
+  '*.email',
+  'recovery_email',
+  '*.recovery_email',
+  'device_signature',
+  '*.device_signature',
 ];
+
+/**
+ * Query parameters whose values are identifiers the logs show truncated (the canary dashboard's
+ * rule, docs/operations-console.md): a request line keeps the first characters only.
+ */
+export const truncatedQueryParameters = ['device_id', 'mesh_id'] as const;
+
+/** A request URL as logged: the values of `truncatedQueryParameters` truncated. */
+export function urlForLog(url: string): string {
+  const at = url.indexOf('?');
+  if (at === -1) return url;
+  const params = new URLSearchParams(url.slice(at + 1));
+  let changed = false;
+  for (const name of truncatedQueryParameters) {
+    const values = params.getAll(name);
+    if (values.length === 0) continue;
+    params.delete(name);
+    for (const value of values) params.append(name, truncateIdentifier(value));
+    changed = true;
+  }
+  return changed ? `${url.slice(0, at)}?${params.toString()}` : url;
+}
+
+interface LoggedRequest {
+  method: string;
+  url: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number } | null;
+}
 
 export function loggerOptions(level: string, name: string): LoggerOptions {
   return {
     level,
     name,
     redact: { paths: redactedPaths, censor: '[redacted]' },
+    // Fastify's request serializer, with the URL's identifiers truncated (a logger's own
+    // serializers take precedence over Fastify's defaults).
+    serializers: {
+      req: (request: LoggedRequest) => ({
+        method: request.method,
+        url: urlForLog(request.url),
+        host: request.host,
+        remoteAddress: request.ip,
+        remotePort: request.socket?.remotePort,
+      }),
+    },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
   };

@@ -21,12 +21,19 @@ export interface DevServerOptions {
   namespace: string;
   startTimeoutMs: number;
   log: (line: string) => void;
+  /**
+   * Run in a process group of its own, so a terminal's Ctrl-C reaches only the supervisor, which
+   * stops the server after the processes that use it (infra/supervisor.ts).
+   */
+  detached?: boolean;
 }
 
 export interface DevServer {
   address: string;
   uiUrl: string | null;
   process: ChildProcess;
+  /** Resolves when the server process has ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stop(): Promise<void>;
 }
 
@@ -108,7 +115,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     await mkdir(path.dirname(options.dbFilename), { recursive: true });
     args.push('--db-filename', options.dbFilename);
   }
-  const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: options.detached === true });
   // Never leave a dev server behind when this process ends, however it ends.
   const killOnExit = (): void => {
     child.kill('SIGKILL');
@@ -136,8 +143,13 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   }
   const address = `${options.ip}:${options.port}`;
   options.log(`temporal dev server listening on ${address}`);
+  const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+    else child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
   return {
     address,
+    exited: ended,
     uiUrl: options.uiPort === null ? null : `http://${options.ip}:${options.uiPort}`,
     process: child,
     stop: () =>

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -7,18 +6,31 @@ import { fileURLToPath } from 'node:url';
 import { createPool } from '../db/pool.ts';
 import { prepareDatabase } from '../infra/bootstrap.ts';
 import { ConfigError, loadConfig } from '../infra/config.ts';
-import { startEmbeddedPostgres } from '../infra/embedded-postgres.ts';
+import { prepareDevelopmentSecurity } from '../infra/dev-security.ts';
+import { AlreadyRunningError, claimDataDir, type DataDirClaim, type Endpoint } from '../infra/dev-state.ts';
+import { startEmbeddedPostgres, stopLeftoverPostgres } from '../infra/embedded-postgres.ts';
 import { createLogger } from '../infra/logger.ts';
+import { startNodeProcess, StoppingError, Supervisor, type RunningService } from '../infra/supervisor.ts';
 import { resolveTemporalCli, temporalCliHelp } from '../infra/temporal-cli.ts';
 import { startTemporalDevServer } from '../infra/temporal-dev-server.ts';
+import { loadSimulatorConfig, SimulatorConfigError } from '../simulator/config.ts';
 import { workerPreloadUrl } from '../worker/workflow-thread-guard.ts';
 
 /**
  * `npm start`: the whole service on one machine with nothing configured. Uses DATABASE_URL and
  * TEMPORAL_ADDRESS when set; otherwise runs an embedded PostgreSQL and the Temporal CLI dev
  * server, both keeping their data under DATA_DIR (default .data/) so a restart keeps every row
- * and every workflow. Then starts the API and the worker as two child processes, the same
- * programs production runs alone (`npm run start:api`, `npm run start:worker`).
+ * and every workflow. Then starts the API and the worker, the same programs production runs alone
+ * (`npm run start:api`, `npm run start:worker`), and the gateway simulator when GATEWAY_BASE_URL
+ * is unset (its state in DATA_DIR too).
+ *
+ * This process supervises them all (infra/supervisor.ts): each runs in a process group of its
+ * own, so Ctrl-C (SIGINT to the terminal's foreground group), SIGTERM or SIGHUP reach this process
+ * only, which stops them in order, a line per step: the API drains its requests, the worker
+ * finishes its activities, then the simulator, Temporal and PostgreSQL stop. A process that dies
+ * once the stack is up is restarted, with a growing delay, at most 5 times in 10 minutes.
+ * `<DATA_DIR>/npm-start.json` says a stack runs there (infra/dev-state.ts): a second `npm start`
+ * on the same folder says what runs and where, and exits 1.
  */
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -33,9 +45,9 @@ async function loadOrCreateSecret(file: string, make: () => string): Promise<{ v
   return { value, created: true };
 }
 
-async function waitForReady(url: string, timeoutMs: number): Promise<boolean> {
+async function waitForReady(url: string, timeoutMs: number, giveUp: () => boolean): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !giveUp()) {
     try {
       const response = await fetch(url, { signal: AbortSignal.timeout(3000) });
       if (response.status === 200) return true;
@@ -52,160 +64,262 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const dataDir = path.resolve(root, config.DATA_DIR);
   await mkdir(dataDir, { recursive: true });
-  const stops: (() => Promise<void>)[] = [];
   const env: Record<string, string> = { ...(process.env as Record<string, string>) };
-
-  let databaseUrl = config.DATABASE_URL;
-  if (databaseUrl === undefined) {
-    const embedded = await startEmbeddedPostgres({ dataDir, port: config.EMBEDDED_POSTGRES_PORT, log: say });
-    stops.unshift(embedded.stop);
-    databaseUrl = embedded.databaseUrl;
-  }
-  env.DATABASE_URL = databaseUrl;
-
-  let temporalAddress = config.TEMPORAL_ADDRESS;
-  let temporalUi: string | null = null;
-  if (temporalAddress === undefined) {
-    const cli = await resolveTemporalCli({ configured: config.TEMPORAL_CLI, allowBuild: true, progress: say });
-    if (cli !== null) {
-      say(`Temporal CLI: ${cli.path} (${cli.source})`);
-      const server = await startTemporalDevServer({
-        cliPath: cli.path,
-        ip: '127.0.0.1',
-        port: config.TEMPORAL_DEV_PORT,
-        uiPort: config.TEMPORAL_UI_PORT,
-        dbFilename: path.join(dataDir, 'temporal.sqlite'),
-        namespace: config.TEMPORAL_NAMESPACE,
-        startTimeoutMs: 60_000,
-        log: say,
-      });
-      stops.unshift(server.stop);
-      temporalAddress = server.address;
-      temporalUi = server.uiUrl;
-    } else {
-      // Last resort: the SDK's own download of the dev server (needs the internet).
-      say('no Temporal CLI found and Go is not installed: trying the Temporal SDK download');
-      try {
-        const { TestWorkflowEnvironment } = await import('@temporalio/testing');
-        const { customSearchAttributes } = await import('../infra/search-attributes.ts');
-        const { SearchAttributeType } = await import('@temporalio/common');
-        const environment = await TestWorkflowEnvironment.createLocal({
-          server: {
-            ip: '127.0.0.1',
-            port: config.TEMPORAL_DEV_PORT,
-            ui: true,
-            uiPort: config.TEMPORAL_UI_PORT,
-            dbFilename: path.join(dataDir, 'temporal.sqlite'),
-            namespace: config.TEMPORAL_NAMESPACE,
-            searchAttributes: Object.keys(customSearchAttributes).map((name) => ({ name, type: SearchAttributeType.KEYWORD })),
-          },
-        });
-        stops.unshift(() => environment.teardown());
-        temporalAddress = `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
-        temporalUi = `http://127.0.0.1:${config.TEMPORAL_UI_PORT}`;
-      } catch (error) {
-        throw new Error(`${temporalCliHelp}\n(the SDK download failed too: ${error instanceof Error ? error.message : String(error)})`);
-      }
-    }
-  }
-  env.TEMPORAL_ADDRESS = temporalAddress;
-
-  if (config.JWT_SECRET === undefined) {
-    env.JWT_SECRET = (await loadOrCreateSecret(path.join(dataDir, 'jwt-secret'), () => randomBytes(32).toString('hex'))).value;
-  }
-  if (config.ADMIN_USERNAME === undefined) {
-    const password = await loadOrCreateSecret(path.join(dataDir, 'admin-password'), () => randomBytes(18).toString('base64url'));
-    env.ADMIN_USERNAME = 'admin';
-    env.ADMIN_PASSWORD = password.value;
-    say(`administrator: username "admin", password in ${path.join(config.DATA_DIR, 'admin-password')}`);
-  }
-
-  // Migrate once here so the two children start against a ready schema.
-  const pool = createPool({ connectionString: databaseUrl, max: 1, applicationName: 'settlement-start' });
-  try {
-    await prepareDatabase(pool, loadConfig(env), createLogger('warn', 'start'));
-  } finally {
-    await pool.end();
-  }
-
-  const children: ChildProcess[] = [];
-  let stopping = false;
-  const stopAll = async (exitCode: number): Promise<never> => {
-    if (!stopping) {
-      stopping = true;
-      say('stopping: draining the API, then the worker, then the embedded services');
-      await Promise.all(
-        children.map(
-          (child) =>
-            new Promise<void>((resolve) => {
-              if (child.exitCode !== null || child.signalCode !== null) return resolve();
-              child.once('exit', () => resolve());
-              child.kill('SIGTERM');
-            }),
-        ),
-      );
-      for (const stop of stops) await stop().catch(() => {});
-    }
-    process.exit(exitCode);
-  };
   const host = config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST;
   const base = `http://${host}:${config.PORT}`;
+  const embeddedPostgres = config.DATABASE_URL === undefined;
+  const embeddedTemporal = config.TEMPORAL_ADDRESS === undefined;
   // No gateway configured: run the simulator beside the service, each pointed at the other.
-  // [name, the program under the repository, node's options before it, its environment]
-  const processes: [string, string, string[], Record<string, string>][] = [
-    ['api', 'api/server.ts', [], env],
-    // The worker as production starts it: with the workflow-thread guard preloaded.
-    ['worker', 'worker/main.ts', ['--import', workerPreloadUrl], env],
-  ];
-  if (process.env.GATEWAY_BASE_URL === undefined || process.env.GATEWAY_BASE_URL === '') {
-    const simulatorUrl = new URL(config.GATEWAY_BASE_URL);
-    processes.push([
-      'simulator',
-      'simulator/main.ts',
-      [],
-      {
-        ...env,
-        SIMULATOR_HOST: simulatorUrl.hostname,
-        SIMULATOR_PORT: simulatorUrl.port || '80',
-        SIMULATOR_API_KEY: config.GATEWAY_API_KEY,
-        SIMULATOR_WEBHOOK_TOKEN: config.GATEWAY_WEBHOOK_TOKEN,
-        SIMULATOR_WEBHOOK_URL: `${base}/api/v1/redemption/webhook/gateway`,
-        SIMULATOR_VALIDATION_URL: `${base}/api/v1/webhooks/transfer/validate`,
-      },
-    ]);
-    say(`gateway: the simulator on ${config.GATEWAY_BASE_URL} (set GATEWAY_BASE_URL for a real gateway)`);
-  }
-  for (const [name, file, nodeOptions, childEnv] of processes) {
-    const child = spawn(process.execPath, [...nodeOptions, path.join(root, file)], { env: childEnv, stdio: ['ignore', 'inherit', 'inherit'] });
-    child.once('exit', (code, signal) => {
-      if (!stopping) {
-        say(`${name} exited (code ${String(code)}, signal ${String(signal)}): stopping everything`);
-        void stopAll(1);
-      }
-    });
-    children.push(child);
-  }
-  // embedded-postgres installs exit hooks that stop PostgreSQL and exit at the first signal,
-  // before the API has drained. Our own handler stops things in the right order instead.
-  process.removeAllListeners('SIGINT');
-  process.removeAllListeners('SIGTERM');
-  process.on('SIGINT', () => void stopAll(0));
-  process.on('SIGTERM', () => void stopAll(0));
+  const simulator = process.env.GATEWAY_BASE_URL === undefined || process.env.GATEWAY_BASE_URL === '' ? loadSimulatorConfig() : null;
+  const simulatorUrl = simulator === null ? null : `http://${simulator.host}:${simulator.port}`;
+  if (simulatorUrl !== null) env.GATEWAY_BASE_URL = simulatorUrl;
+  const childConfig = (): ReturnType<typeof loadConfig> => loadConfig(env);
 
-  if (await waitForReady(`${base}/readyz`, 120_000)) {
-    say(`ready in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
-    say(`API:          ${base}/api/v1  (health ${base}/readyz)`);
-    say(`API docs:     ${base}/docs  (OpenAPI ${base}/openapi.json)`);
-    if (temporalUi !== null) say(`Temporal UI:  ${temporalUi}`);
-    say('Ctrl-C stops everything gracefully');
-  } else {
-    say('the API did not become ready within 120 s; see the logs above');
-    await stopAll(1);
+  const endpoints: Endpoint[] = [
+    { what: 'API', where: `${base}/api/v1 (docs ${base}/docs)`, port: { host, port: config.PORT, variable: 'PORT' } },
+    embeddedTemporal
+      ? { what: 'Temporal', where: `127.0.0.1:${config.TEMPORAL_DEV_PORT}`, port: { host: '127.0.0.1', port: config.TEMPORAL_DEV_PORT, variable: 'TEMPORAL_DEV_PORT' } }
+      : { what: 'Temporal', where: config.TEMPORAL_ADDRESS ?? '' },
+    ...(embeddedTemporal
+      ? [{ what: 'Temporal UI', where: `http://127.0.0.1:${config.TEMPORAL_UI_PORT}`, port: { host: '127.0.0.1', port: config.TEMPORAL_UI_PORT, variable: 'TEMPORAL_UI_PORT' } }]
+      : []),
+    embeddedPostgres
+      ? {
+          what: 'PostgreSQL',
+          where: `127.0.0.1:${config.EMBEDDED_POSTGRES_PORT} (embedded, ${path.join(dataDir, 'postgres')})`,
+          port: { host: '127.0.0.1', port: config.EMBEDDED_POSTGRES_PORT, variable: 'EMBEDDED_POSTGRES_PORT' },
+        }
+      : { what: 'PostgreSQL', where: 'DATABASE_URL' },
+    ...(simulator !== null && simulatorUrl !== null
+      ? [{ what: 'gateway simulator', where: simulatorUrl, port: { host: simulator.host, port: simulator.port, variable: 'SIMULATOR_PORT' } }]
+      : []),
+    ...(config.APP_ENV !== 'production' && config.SMTP_URL === undefined && config.SMTP_SINK_PORT !== 0
+      ? [{ what: 'mail (SMTP sink)', where: `127.0.0.1:${config.SMTP_SINK_PORT}`, port: { host: '127.0.0.1', port: config.SMTP_SINK_PORT, variable: 'SMTP_SINK_PORT' } }]
+      : []),
+  ];
+  const claim: DataDirClaim = await claimDataDir({ dataDir, endpoints, say });
+
+  let exiting = false;
+  const supervisor = new Supervisor({
+    say,
+    onFailure: (reason) => void shutdown(reason, 1),
+    onRestart: () => void claim.update(supervisor.pids()).catch(() => {}),
+  });
+  async function shutdown(reason: string, exitCode: number): Promise<void> {
+    if (exiting) return;
+    exiting = true;
+    try {
+      await supervisor.stopAll(reason);
+    } finally {
+      await claim.release().catch(() => {});
+      process.exit(exitCode);
+    }
+  }
+  // embedded-postgres and the Temporal SDK may install exit hooks that act at the first signal;
+  // this process alone decides the order.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.removeAllListeners(signal);
+    process.on(signal, () => void shutdown(signal, 0));
+  }
+
+  try {
+    let databaseUrl = config.DATABASE_URL;
+    if (embeddedPostgres) {
+      // This supervisor owns the data folder now: a server still running on it was left by an earlier one.
+      await stopLeftoverPostgres(dataDir, say);
+      const started = await supervisor.start({
+        name: 'postgres',
+        stopped: 'PostgreSQL stopped',
+        stopRank: 5,
+        restart: true,
+        start: async () => {
+          const db = await startEmbeddedPostgres({ dataDir, port: config.EMBEDDED_POSTGRES_PORT, log: say, detached: true });
+          databaseUrl = db.databaseUrl;
+          return { pid: db.pid, exited: db.exited, stop: () => db.stop() };
+        },
+      });
+      say(`embedded PostgreSQL listening on 127.0.0.1:${config.EMBEDDED_POSTGRES_PORT} (pid ${String(started.pid)}, data in ${path.join(dataDir, 'postgres')})`);
+    }
+    if (databaseUrl === undefined) throw new Error('no database');
+    env.DATABASE_URL = databaseUrl;
+
+    let temporalUi: string | null = null;
+    if (embeddedTemporal) {
+      const cli = await resolveTemporalCli({ configured: config.TEMPORAL_CLI, allowBuild: true, progress: say });
+      if (cli !== null) {
+        say(`Temporal CLI: ${cli.path} (${cli.source})`);
+        await supervisor.start({
+          name: 'temporal',
+          stopped: 'Temporal dev server stopped',
+          stopRank: 4,
+          restart: true,
+          start: async () => {
+            const server = await startTemporalDevServer({
+              cliPath: cli.path,
+              ip: '127.0.0.1',
+              port: config.TEMPORAL_DEV_PORT,
+              uiPort: config.TEMPORAL_UI_PORT,
+              dbFilename: path.join(dataDir, 'temporal.sqlite'),
+              namespace: config.TEMPORAL_NAMESPACE,
+              startTimeoutMs: 60_000,
+              log: say,
+              detached: true,
+            });
+            temporalUi = server.uiUrl;
+            return { pid: server.process.pid ?? null, exited: server.exited, stop: server.stop };
+          },
+        });
+        env.TEMPORAL_ADDRESS = `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
+      } else {
+        // Last resort: the SDK's own download of the dev server (needs the internet). It runs in
+        // this process group: a Ctrl-C reaches it directly.
+        say('no Temporal CLI found and Go is not installed: trying the Temporal SDK download');
+        try {
+          const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+          const { customSearchAttributes } = await import('../infra/search-attributes.ts');
+          const { SearchAttributeType } = await import('@temporalio/common');
+          await supervisor.start({
+            name: 'temporal',
+            stopped: 'Temporal dev server stopped',
+            stopRank: 4,
+            restart: false,
+            start: async () => {
+              const environment = await TestWorkflowEnvironment.createLocal({
+                server: {
+                  ip: '127.0.0.1',
+                  port: config.TEMPORAL_DEV_PORT,
+                  ui: true,
+                  uiPort: config.TEMPORAL_UI_PORT,
+                  dbFilename: path.join(dataDir, 'temporal.sqlite'),
+                  namespace: config.TEMPORAL_NAMESPACE,
+                  searchAttributes: Object.keys(customSearchAttributes).map((name) => ({ name, type: SearchAttributeType.KEYWORD })),
+                },
+              });
+              let ended: () => void = () => {};
+              const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+                ended = () => resolve({ code: 0, signal: null });
+              });
+              return {
+                pid: null,
+                exited,
+                stop: async () => {
+                  await environment.teardown();
+                  ended();
+                },
+              } satisfies RunningService;
+            },
+          });
+          env.TEMPORAL_ADDRESS = `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
+          temporalUi = `http://127.0.0.1:${config.TEMPORAL_UI_PORT}`;
+        } catch (error) {
+          if (error instanceof StoppingError) throw error;
+          throw new Error(`${temporalCliHelp}\n(the SDK download failed too: ${error instanceof Error ? error.message : String(error)})`, { cause: error });
+        }
+      }
+    }
+
+    if (config.JWT_SECRET === undefined) {
+      env.JWT_SECRET = (await loadOrCreateSecret(path.join(dataDir, 'jwt-secret'), () => randomBytes(32).toString('hex'))).value;
+    }
+    if (config.ADMIN_USERNAME === undefined) {
+      const password = await loadOrCreateSecret(path.join(dataDir, 'admin-password'), () => randomBytes(18).toString('base64url'));
+      env.ADMIN_USERNAME = 'admin';
+      env.ADMIN_PASSWORD = password.value;
+      say(`administrator: username "admin", password in ${path.join(config.DATA_DIR, 'admin-password')}`);
+    }
+
+    // PIN_PEPPER and the SMTP sink for PIN resets (docs/security.md); the sink runs in this
+    // process and stops after the worker, which sends the mail.
+    await supervisor.start({
+      name: 'mail',
+      stopped: 'the SMTP sink stopped',
+      stopRank: 3.5,
+      restart: false,
+      start: async () => {
+        const security = await prepareDevelopmentSecurity({ config, dataDir, env, say });
+        let ended: () => void = () => {};
+        const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+          ended = () => resolve({ code: 0, signal: null });
+        });
+        return {
+          pid: null,
+          exited,
+          stop: async () => {
+            await security.stop();
+            ended();
+          },
+        } satisfies RunningService;
+      },
+    });
+
+    // Migrate once here so the children start against a ready schema.
+    const pool = createPool({ connectionString: databaseUrl, max: 1, applicationName: 'settlement-start' });
+    try {
+      await prepareDatabase(pool, childConfig(), createLogger('warn', 'start'));
+    } finally {
+      await pool.end();
+    }
+
+    const graceMs = config.SHUTDOWN_GRACE_MS + 5_000;
+    const node = (name: string, file: string, nodeOptions: readonly string[], childEnv: Record<string, string>) => (): Promise<RunningService> =>
+      Promise.resolve(startNodeProcess({ name, file: path.join(root, file), nodeOptions, env: childEnv, graceMs, say }));
+    if (simulator !== null && simulatorUrl !== null) {
+      await supervisor.start({
+        name: 'simulator',
+        stopped: 'the gateway simulator stopped (its state kept in the data folder)',
+        stopRank: 3,
+        restart: true,
+        start: node('simulator', 'simulator/main.ts', [], {
+          ...env,
+          SIMULATOR_API_KEY: config.GATEWAY_API_KEY,
+          SIMULATOR_WEBHOOK_TOKEN: config.GATEWAY_WEBHOOK_TOKEN,
+          SIMULATOR_WEBHOOK_URL: `${base}/api/v1/redemption/webhook/gateway`,
+          SIMULATOR_VALIDATION_URL: `${base}/api/v1/webhooks/transfer/validate`,
+          SIMULATOR_STATE_FILE: process.env.SIMULATOR_STATE_FILE ?? path.join(dataDir, 'gateway-simulator.sqlite'),
+        }),
+      });
+      say(`gateway: the simulator on ${simulatorUrl} (set GATEWAY_BASE_URL for a real gateway)`);
+    }
+    // The worker as production starts it: with the workflow-thread guard preloaded.
+    await supervisor.start({
+      name: 'worker',
+      stopped: 'the worker finished its activities and stopped',
+      stopRank: 2,
+      restart: true,
+      start: node('worker', 'worker/main.ts', ['--import', workerPreloadUrl], env),
+    });
+    await supervisor.start({
+      name: 'api',
+      stopped: 'the API drained its requests and stopped',
+      stopRank: 1,
+      restart: true,
+      start: node('api', 'api/server.ts', [], env),
+    });
+    await claim.update(supervisor.pids());
+
+    if (await waitForReady(`${base}/readyz`, 120_000, () => supervisor.stopping)) {
+      supervisor.markUp();
+      say(`ready in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+      say(`API:          ${base}/api/v1  (health ${base}/readyz)`);
+      say(`API docs:     ${base}/docs  (OpenAPI ${base}/openapi.json)`);
+      say(`Web console:  ${base}/console/`);
+      if (temporalUi !== null) say(`Temporal UI:  ${temporalUi}`);
+      say(`data folder:  ${dataDir}`);
+      say('Ctrl-C stops everything in order: the API drains, the worker finishes its activities, then the simulator, the mail sink, Temporal and PostgreSQL stop');
+    } else if (!supervisor.stopping) {
+      say('the API did not become ready within 120 s; see the logs above');
+      await shutdown('the API was not ready', 1);
+    }
+  } catch (error) {
+    // A signal that arrived while starting: the stop prints its own lines.
+    if (error instanceof StoppingError) return;
+    process.stderr.write(`start failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    await shutdown('start failed', 1);
   }
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
+  if (error instanceof ConfigError || error instanceof SimulatorConfigError || error instanceof AlreadyRunningError) process.stderr.write(`${error.message}\n`);
   else process.stderr.write(`start failed: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
+  process.exitCode = 1;
 });

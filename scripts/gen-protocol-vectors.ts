@@ -17,6 +17,7 @@ import {
   base45Encode,
   bytesToHex,
   chainLengthMax,
+  checkRecordClock,
   clockToleranceMsDefault,
   computeCommitmentHash,
   computeRecordHash,
@@ -33,6 +34,7 @@ import {
   encodeTransport,
   encodeTransportText,
   generateKeyPair,
+  hexToBytes,
   keyOperationMessage,
   parsePlcJson,
   plcToJson,
@@ -43,6 +45,7 @@ import {
   signKeyOperation,
   signRedeem,
   signTransferRecord,
+  smallOrderPointEncodings,
   transportHopsMax,
   transportTextPrefix,
   ttlMsMax,
@@ -54,7 +57,9 @@ import {
   type RejectionReason,
   type TransferRecord,
 } from '../src/protocol/index.ts';
+import * as ed from '@noble/ed25519';
 import { ed25519 } from '@noble/curves/ed25519.js';
+import { craftedCaseMessage, craftedCasesWithVerdicts, type VerifierName } from './ed25519-crafted-cases.ts';
 
 export const vectorsPath = new URL('../test/protocol/vectors/protocol-v2.json', import.meta.url);
 
@@ -163,6 +168,9 @@ function buildInvalidChains(keys: Record<Name, KeyPair>, plc: Plc): InvalidChain
   };
   // The identity point: a canonical encoding of a small-order point.
   const smallOrderKey = `01${'00'.repeat(31)}`;
+  // A point of order 8 (smallOrderPointEncodings[4]) added to a valid key: a key of mixed order.
+  const withTorsion = (publicKey: Uint8Array): Uint8Array =>
+    ed.Point.fromBytes(publicKey, false).add(ed.Point.fromBytes(hexToBytes(smallOrderPointEncodings[4]!, 32), false)).toBytes();
 
   const vectors: InvalidChainVector[] = [
     {
@@ -182,6 +190,14 @@ function buildInvalidChains(keys: Record<Name, KeyPair>, plc: Plc): InvalidChain
       description: 'issuer_pubkey is the identity point (small order)',
       plc: mutateJson(json, (c) => {
         c.issuer_pubkey = smallOrderKey;
+      }),
+      expected: { reason: 'invalid_public_key', index: null },
+    },
+    {
+      name: 'issuer_key_torsion',
+      description: "issuer_pubkey is alice's key plus a point of order 8 (a key with a torsion component)",
+      plc: mutateJson(json, (c) => {
+        c.issuer_pubkey = bytesToHex(withTorsion(keys.alice.publicKey));
       }),
       expected: { reason: 'invalid_public_key', index: null },
     },
@@ -218,6 +234,12 @@ function buildInvalidChains(keys: Record<Name, KeyPair>, plc: Plc): InvalidChain
       name: 'recipient_small_order',
       description: 'bob transfers to the identity point',
       plc: plcToJson(withChain(plc, [r0, bobSigns({ recipientPublicKey: Uint8Array.of(1, ...new Uint8Array(31)) })])),
+      expected: { reason: 'invalid_public_key', index: 1 },
+    },
+    {
+      name: 'recipient_torsion',
+      description: "bob transfers to carol's key plus a point of order 8 (a key with a torsion component)",
+      plc: plcToJson(withChain(plc, [r0, bobSigns({ recipientPublicKey: withTorsion(keys.carol.publicKey) })])),
       expected: { reason: 'invalid_public_key', index: 1 },
     },
     {
@@ -280,7 +302,22 @@ function buildInvalidChains(keys: Record<Name, KeyPair>, plc: Plc): InvalidChain
   return vectors;
 }
 
-export function buildProtocolVectors() {
+function recordClockCases(plc: Plc) {
+  const [r0, r1, r2] = plc.transferChain as [TransferRecord, TransferRecord, TransferRecord];
+  const cases = [
+    { description: 'every record in the past (the last one a minute ago)', now_ms: r2.timestampMs + 60_000 },
+    { description: 'the last record exactly the tolerance ahead: accepted', now_ms: r2.timestampMs - clockToleranceMsDefault },
+    { description: 'the last record 1 ms past the tolerance', now_ms: r2.timestampMs - clockToleranceMsDefault - 1 },
+    { description: 'the second record 1 ms past the tolerance', now_ms: r1.timestampMs - clockToleranceMsDefault - 1 },
+    { description: 'the whole chain 24 hours ahead', now_ms: r0.timestampMs - 24 * hourMs },
+  ];
+  return cases.map((c) => {
+    const check = checkRecordClock(plc.transferChain, c.now_ms);
+    return { ...c, expected: check.ok ? { ok: true } : { ok: false, reason: check.reason, index: check.index } };
+  });
+}
+
+export async function buildProtocolVectors() {
   const keys = keysByName();
   const plc = buildVectorPlc(keys);
   const commitmentBytes = encodeCommitment(plc.commitment);
@@ -322,24 +359,36 @@ export function buildProtocolVectors() {
   });
 
   const invalidChains = buildInvalidChains(keys, plc);
+  const ed25519Cases = await craftedCasesWithVerdicts(keys.alice.secretKey);
 
   return {
     description:
-      'Offline protocol 2.0 test vectors (docs/protocol.md). Throwaway keys: each seed is SHA-256 of "svc:plc:test-vector:key:<name>". Byte strings are lowercase hex.',
+      'Offline protocol 2.0 test vectors (docs/protocol.md). Throwaway keys: each seed is SHA-256 of "svc:plc:test-vector:key:<name>". Byte strings are lowercase hex; amounts in minor units and instants in ms are JSON integers.',
+    derivation: {
+      vector_bytes:
+        'vector_bytes(label, n) = the first n bytes of SHA-256(ASCII("svc:plc:test-vector:" | label)). Every fixed value below that is not a field of the protocol is one: key seeds (label "key:<name>", 32 bytes) and nonces (their "nonce_label", 16 bytes; the sealed nonce 24 bytes).',
+      signatures: 'Ed25519 signing (RFC 8032) is deterministic: signing the documented message with the documented seed gives the documented signature.',
+      timestamps: 'created_at is 2026-11-22T10:00:00.000Z (1795341600000); transfer i is timestamped created_at + (i + 1) hours.',
+      invalid_chains:
+        'a record re-signed for an invalid chain is signed by bob after plc.transfers[0], to carol, at created_at + 2 hours, with nonce_label "nonce:invalid", unless its description says what differs; every field is in its JSON.',
+      ed25519_cases:
+        'alice\'s secret scalar a is the RFC 8032 clamped scalar of her seed; k = SHA-512(R | A | M) mod L over the bytes as written; where a case names a nonce label, r = (SHA-512(ASCII("svc:plc:test-vector:ed25519-case:" | label)) read as a little-endian integer, mod (L - 1)) + 1.',
+    },
     generator: 'scripts/gen-protocol-vectors.ts',
     protocol_version: '2.0',
     constants: {
       domain_tags: Object.fromEntries(
         Object.entries(domainTags).map(([name, bytes]) => [
           name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`),
-          { ascii: new TextDecoder().decode(bytes).replace('\0', '\\0'), hex: bytesToHex(bytes) },
+          // The NUL byte that ends a structural tag is written as JSON's "\u0000", the byte itself.
+          { ascii: new TextDecoder().decode(bytes), hex: bytesToHex(bytes) },
         ]),
       ),
       chain_length_max: chainLengthMax,
       clock_tolerance_ms_default: clockToleranceMsDefault,
       ttl_ms_min: ttlMsMin,
       ttl_ms_max: ttlMsMax,
-      amount_minor_max: amountMinorMax.toString(),
+      amount_minor_max: Number(amountMinorMax),
       currency_decimals: currencyDecimals,
       transport_text_prefix: transportTextPrefix,
       transport_hops_max: transportHopsMax,
@@ -361,12 +410,13 @@ export function buildProtocolVectors() {
         token_id: plc.commitment.tokenId,
         issuer: 'alice',
         issuer_pubkey: bytesToHex(plc.commitment.issuerPublicKey),
-        amount_minor: plc.commitment.amountMinor.toString(),
+        amount_minor: Number(plc.commitment.amountMinor),
         currency: plc.commitment.currency,
         decimals: 2,
         created_at_ms: plc.commitment.createdAtMs,
         expires_at_ms: plc.commitment.expiresAtMs,
         nonce: bytesToHex(plc.commitment.nonce),
+        nonce_label: 'nonce:commitment',
         canonical_bytes: bytesToHex(commitmentBytes),
         commitment_hash: bytesToHex(commitmentHash),
         issuer_signature: bytesToHex(plc.issuerSignature),
@@ -379,6 +429,7 @@ export function buildProtocolVectors() {
         recipient_pubkey: bytesToHex(record.recipientPublicKey),
         timestamp_ms: record.timestampMs,
         nonce: bytesToHex(record.nonce),
+        nonce_label: `nonce:transfer:${index}`,
         prev_hash: bytesToHex(record.prevHash),
         signed_message: bytesToHex(encodeTransferMessage(record)),
         signature: bytesToHex(record.signature),
@@ -407,6 +458,7 @@ export function buildProtocolVectors() {
       key: bytesToHex(sealedMaterial.key),
       aad: bytesToHex(sealedMaterial.aad),
       nonce: bytesToHex(sealedNonce),
+      nonce_label: 'nonce:sealed',
       sealed: bytesToHex(sealed),
     },
     auth_messages: {
@@ -448,17 +500,40 @@ export function buildProtocolVectors() {
       },
     },
     fork: {
-      description: 'alice -> bob, then bob signs two different records after the same previous hash: to carol and to dave',
+      description:
+        'alice -> bob (plc.transfers[0]), then bob signs two different records after the same previous hash: to carol at created_at + 2 h (nonce_label "nonce:fork:a") and to dave at created_at + 2 h 1 min (nonce_label "nonce:fork:b")',
       first: plcToJson(forkA),
       second: plcToJson(forkB),
       expected: { index: 1, culprit: 'bob', culprit_pubkey: bytesToHex(keys.bob.publicKey) },
     },
     invalid_chains: invalidChains,
+    record_clock: {
+      description:
+        'Records against the receiving clock (docs/protocol.md section 7.4): the chain of plc.json checked at several server clocks with the default tolerance; a record later than now + tolerance is refused with timestamp_in_future at its index.',
+      plc_is: 'plc.json',
+      clock_tolerance_ms: clockToleranceMsDefault,
+      cases: recordClockCases(plc),
+    },
+    ed25519_cases: {
+      description:
+        'Crafted Ed25519 cases (docs/protocol.md section 2): each of the eight small-order points as A and as R, keys with each torsion component, non-canonical A, R and S, S = L, S >= 2^253, and the honest control. "expected" is the protocol rule; "verdicts" are what each verifier answered when the file was generated. A conforming wallet accepts exactly the cases whose "expected" is "accept".',
+      message: bytesToHex(craftedCaseMessage),
+      message_ascii: new TextDecoder().decode(craftedCaseMessage),
+      verifiers: {
+        service: 'the protocol library, src/protocol/keys.ts verifySignature (what the wallet program runs)',
+        service_node: "the server's verifier over node:crypto, infra/ed25519-node.ts",
+        openssl: 'node:crypto verify alone (OpenSSL), with no check of ours',
+        noble_strict: '@noble/ed25519 verify(signature, message, key, { zip215: false })',
+        noble_zip215: '@noble/ed25519 verify(signature, message, key), its default ZIP-215 rules',
+        libsodium: 'libsodium crypto_sign_verify_detached (the libsodium-wrappers package)',
+      } satisfies Record<VerifierName, string>,
+      cases: ed25519Cases,
+    },
   };
 }
 
 /** Fails loudly, before anything is written, when a vector does not behave as documented. */
-export function selfCheckVectors(vectors: ReturnType<typeof buildProtocolVectors>): void {
+export function selfCheckVectors(vectors: Awaited<ReturnType<typeof buildProtocolVectors>>): void {
   const verification = verifyPlc(parsePlcJson(vectors.plc.json));
   if (!verification.ok) throw new Error(`vector PLC does not verify: ${verification.reason}`);
   for (const vector of vectors.invalid_chains) {
@@ -469,10 +544,18 @@ export function selfCheckVectors(vectors: ReturnType<typeof buildProtocolVectors
   }
   const fork = detectFork(parsePlcJson(vectors.fork.first), parsePlcJson(vectors.fork.second));
   if (fork.kind !== 'fork' || fork.index !== vectors.fork.expected.index) throw new Error('fork vector is not detected as documented');
+  for (const crafted of vectors.ed25519_cases.cases) {
+    if (crafted.verdicts.service !== crafted.expected || crafted.verdicts.service_node !== crafted.expected) {
+      throw new Error(`crafted Ed25519 case ${crafted.name}: the service answers ${crafted.verdicts.service}, the rule ${crafted.expected}`);
+    }
+    if (crafted.expected === 'accept' && Object.values(crafted.verdicts).some((verdict) => verdict !== 'accept')) {
+      throw new Error(`crafted Ed25519 case ${crafted.name} is accepted by the service but refused by ${JSON.stringify(crafted.verdicts)}`);
+    }
+  }
 }
 
 if (import.meta.main) {
-  const vectors = buildProtocolVectors();
+  const vectors = await buildProtocolVectors();
   selfCheckVectors(vectors);
   writeFileSync(vectorsPath, `${JSON.stringify(vectors, null, 2)}\n`);
   console.log(`wrote ${vectorsPath.pathname}`);

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { storeLedgerCheck } from '../db/ledger-checks.ts';
 import { findViolations, ledgerStats } from '../db/ledger.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 import { one } from '../db/sql.ts';
@@ -11,7 +12,8 @@ import { formatAmount } from '../src/money/currency.ts';
  *   verify [--limit N]   every ledger invariant over the whole ledger (balanced transactions,
  *                        at least two entries each, snapshots equal to their entries, no
  *                        negative user bucket). Prints each violation; exit 0 when all hold,
- *                        1 when any is violated.
+ *                        1 when any is violated. The result is recorded in ledger_checks, which
+ *                        the stats dashboard shows.
  *   stats                totals per currency and bucket, transaction counts, accounts.
  *
  * Needs DATABASE_URL (the embedded database of `npm start` is
@@ -68,6 +70,8 @@ async function verify(pool: Pool, limit: number): Promise<number> {
     clearInterval(ticker);
   }
   progress(`checked in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  // The stats dashboard shows the latest check (GET /api/v1/admin/stats, ledger).
+  await storeLedgerCheck(pool, { source: 'npm run ledger -- verify', startedAt: new Date(started), violations });
   if (violations.length === 0) {
     out('ok: every ledger invariant holds');
     return 0;

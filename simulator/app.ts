@@ -7,13 +7,15 @@ import { parseWireJson } from '../gateway/json.ts';
 import { defaultSimulatorConfig, type SimulatorConfig } from './config.ts';
 import { FaultInjector } from './faults.ts';
 import { GatewayState, SimulatorApiError } from './gateway-state.ts';
+import { memoryStore, sqliteStore } from './store.ts';
 import { apiRoutes } from './routes/api.ts';
 import { controlRoutes } from './routes/controls.ts';
 import { WebhookDispatcher, webhookDefinitionsFromConfig } from './webhook-queue.ts';
 
 /**
  * The payment gateway simulator: a Fastify app speaking the gateway's wire API
- * (docs/gateway-wire-api.md) from in-memory state, sending real webhooks and transfer
+ * (docs/gateway-wire-api.md) from its state (in memory, or kept in a SQLite file across restarts:
+ * SIMULATOR_STATE_FILE, simulator/store.ts), sending real webhooks and transfer
  * validation requests, with controls and fault injection under /sim. `createSimulator` builds
  * it without listening (tests listen on port 0); `startSimulator` builds and listens;
  * `simulator/main.ts` is the process (`npm run start:simulator`).
@@ -52,6 +54,7 @@ export async function createSimulator(options: SimulatorOptions = {}): Promise<S
   const given = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) as Partial<SimulatorConfig>;
   const config: SimulatorConfig = { ...defaultSimulatorConfig(), ...given };
   const log = logger === false ? null : logger;
+  const store = config.stateFile === null ? memoryStore() : sqliteStore(config.stateFile);
   const faults = new FaultInjector(config.seed ?? randomInt(0, 2 ** 32 - 1));
   const dispatcher = new WebhookDispatcher(webhookDefinitionsFromConfig(config), {
     token: config.webhookToken,
@@ -63,6 +66,7 @@ export async function createSimulator(options: SimulatorOptions = {}): Promise<S
     backoffRemovalCooldownMs: config.backoffRemovalCooldownMs,
     faults,
     logger: log,
+    store,
     ...(fetchImpl === undefined ? {} : { fetch: fetchImpl }),
   });
   const state = new GatewayState({
@@ -74,6 +78,7 @@ export async function createSimulator(options: SimulatorOptions = {}): Promise<S
     validationTimeoutMs: config.validationTimeoutMs,
     validationAttempts: config.validationAttempts,
     autoSettle: config.autoSettle,
+    store,
     now,
     ...(fetchImpl === undefined ? {} : { fetch: fetchImpl }),
   });
@@ -138,6 +143,8 @@ export async function createSimulator(options: SimulatorOptions = {}): Promise<S
   await app.register(controlRoutes, { prefix: '/sim', state, dispatcher, faults, reset });
 
   dispatcher.start();
+  const resumed = state.resumePending();
+  if (store.location !== null) log?.info({ stateFile: store.location, resumedValidations: resumed }, 'gateway simulator state kept in a file');
 
   let url: string | null = null;
   let closing: Promise<void> | null = null;
@@ -164,6 +171,7 @@ export async function createSimulator(options: SimulatorOptions = {}): Promise<S
         for (const release of [...hangs]) release();
         await dispatcher.close();
         await app.close();
+        store.close();
       })();
       return closing;
     },

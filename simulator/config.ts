@@ -36,6 +36,12 @@ export const simulatorEnvSchema = z
     SIMULATOR_WEBHOOK_INTERRUPT_AFTER: z.coerce.number().int().min(1).max(1_000).default(15),
     SIMULATOR_WEBHOOK_QUEUE_MAX: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
     SIMULATOR_BACKOFF_REMOVAL_COOLDOWN_MS: durationMs(24 * 3_600_000).default(300_000),
+    /**
+     * Appended to the webhook ids (`wh_gateway<suffix>`): a real gateway's webhook ids are unique per
+     * account, and simulators sharing one Temporal namespace (the tests) must not share the
+     * `webhook-cooldown-<webhook_id>` workflows of their webhooks.
+     */
+    SIMULATOR_WEBHOOK_ID_SUFFIX: z.string().regex(/^[A-Za-z0-9_-]{0,40}$/).default(''),
 
     /** Transfer validation ("validate before paying out"); "off" approves every transfer. */
     SIMULATOR_VALIDATION_URL: urlOrOff.default('http://127.0.0.1:8000/api/v1/webhooks/transfer/validate'),
@@ -44,6 +50,9 @@ export const simulatorEnvSchema = z
     SIMULATOR_VALIDATION_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
     /** Transfers that pass validation go DONE at once; false leaves them in BANK_PROCESSING for /sim controls. */
     SIMULATOR_AUTO_SETTLE: booleanFromEnv.default(true),
+
+    /** A SQLite file that keeps the state across restarts (simulator/store.ts); unset: memory only. `npm start` sets it in DATA_DIR. */
+    SIMULATOR_STATE_FILE: z.string().min(1).max(4096).optional(),
 
     /** Seed of the fault injector's random numbers; unset: a random seed, logged at start. */
     SIMULATOR_SEED: z.coerce.number().int().min(0).max(2 ** 32 - 1).optional(),
@@ -71,12 +80,16 @@ export interface SimulatorConfig {
   webhookInterruptAfterFailures: number;
   webhookQueueMax: number;
   backoffRemovalCooldownMs: number;
+  /** Appended to every webhook id ('' by default). */
+  webhookIdSuffix: string;
   /** null: validation is off and every transfer is approved. */
   validationUrl: string | null;
   validationDelayMs: number;
   validationTimeoutMs: number;
   validationAttempts: number;
   autoSettle: boolean;
+  /** null: the state lives in memory and is lost when the process ends. */
+  stateFile: string | null;
   seed: number | null;
 }
 
@@ -114,11 +127,13 @@ export function loadSimulatorConfig(env: Record<string, string | undefined> = pr
     webhookInterruptAfterFailures: e.SIMULATOR_WEBHOOK_INTERRUPT_AFTER,
     webhookQueueMax: e.SIMULATOR_WEBHOOK_QUEUE_MAX,
     backoffRemovalCooldownMs: e.SIMULATOR_BACKOFF_REMOVAL_COOLDOWN_MS,
+    webhookIdSuffix: e.SIMULATOR_WEBHOOK_ID_SUFFIX,
     validationUrl: e.SIMULATOR_VALIDATION_URL === 'off' ? null : e.SIMULATOR_VALIDATION_URL,
     validationDelayMs: e.SIMULATOR_VALIDATION_DELAY_MS,
     validationTimeoutMs: e.SIMULATOR_VALIDATION_TIMEOUT_MS,
     validationAttempts: e.SIMULATOR_VALIDATION_ATTEMPTS,
     autoSettle: e.SIMULATOR_AUTO_SETTLE,
+    stateFile: e.SIMULATOR_STATE_FILE ?? null,
     seed: e.SIMULATOR_SEED ?? null,
   };
 }

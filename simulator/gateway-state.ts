@@ -14,13 +14,17 @@ import type {
 } from '../gateway/wire.ts';
 import { wireHeaders } from '../gateway/wire.ts';
 import { buildBoleto, buildPixPayload, renderPlaceholderQrPng, type BoletoNumbers } from './documents.ts';
+import { memoryStore, type ResourceKind, type SimulatorStore } from './store.ts';
 import type { WebhookDispatcher } from './webhook-queue.ts';
 
 /**
  * The simulated gateway's state and rules: customers, charges, Pix transfers, idempotency keys,
- * the account balance, and the events each change sends. Everything lives in memory and is lost
- * on restart (resource ids are random, so a restarted simulator never hands out an id the service
- * already holds). Every collection is bounded.
+ * the account balance, and the events each change sends. Reads come from memory; every change is
+ * also written to the store (simulator/store.ts) in one transaction with the events it queues,
+ * before the simulator answers: with a file store (npm start) the state survives a restart, and a
+ * transfer still PENDING then has its validation scheduled again. Resource ids are random, so a
+ * simulator that starts empty never hands out an id the service already holds. Every collection
+ * is bounded.
  */
 
 /** A refusal the API answers as `{errors: [{code, description}]}` with this HTTP status. */
@@ -136,8 +140,31 @@ export interface ListQuery {
   status?: PaymentStatus;
   customer?: string;
   externalReference?: string;
+  /** `dateCreated[ge]`, `dateCreated[le]`: YYYY-MM-DD, inclusive. */
+  dateCreatedGe?: string;
+  dateCreatedLe?: string;
   limit: number;
   offset: number;
+}
+
+export interface TransferListQuery {
+  status?: TransferStatus;
+  externalReference?: string;
+  dateCreatedGe?: string;
+  dateCreatedLe?: string;
+  limit: number;
+  offset: number;
+}
+
+/** One page of a list, oldest first (creation order): a resource created while a client pages goes to the end. */
+function pageOf<R, W>(all: Iterable<R>, keep: (record: R) => boolean, toWire: (record: R) => W, limit: number, offset: number) {
+  const matching = [...all].filter(keep);
+  const page = matching.slice(offset, offset + limit);
+  return { data: page.map(toWire), totalCount: matching.length, hasMore: offset + page.length < matching.length };
+}
+
+function inDateRange(date: string, ge: string | undefined, le: string | undefined): boolean {
+  return (ge === undefined || date >= ge) && (le === undefined || date <= le);
 }
 
 export interface GatewayStateOptions {
@@ -149,8 +176,26 @@ export interface GatewayStateOptions {
   validationTimeoutMs: number;
   validationAttempts: number;
   autoSettle: boolean;
+  /** Where changes are written; memory (nothing kept) by default. */
+  store?: SimulatorStore;
   now?: () => Date;
   fetch?: typeof fetch;
+}
+
+/** JSON with bigints (money) kept exact: written as {"$bigint": "123"}. */
+function toStoredJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? { $bigint: v.toString() } : v));
+}
+
+function fromStoredJson<T>(text: string): T {
+  return JSON.parse(text, (_key, v: unknown) => {
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+      const entries = Object.entries(v);
+      const [first] = entries;
+      if (entries.length === 1 && first !== undefined && first[0] === '$bigint' && typeof first[1] === 'string') return BigInt(first[1]);
+    }
+    return v;
+  }) as T;
 }
 
 export class GatewayState {
@@ -165,13 +210,41 @@ export class GatewayState {
   #timers = new Set<NodeJS.Timeout>();
   #abort = new AbortController();
   #closed = false;
+  readonly #store: SimulatorStore;
 
   constructor(options: GatewayStateOptions) {
     this.#options = options;
     this.#now = options.now ?? (() => new Date());
+    this.#store = options.store ?? memoryStore();
+    const stored = this.#store.load();
+    for (const body of stored.resources.customer) {
+      const customer = fromStoredJson<CustomerRecord>(body);
+      this.#customers.set(customer.id, customer);
+    }
+    for (const body of stored.resources.payment) {
+      const payment = fromStoredJson<PaymentRecord>(body);
+      this.#payments.set(payment.id, payment);
+    }
+    for (const body of stored.resources.transfer) {
+      const transfer = fromStoredJson<TransferRecord>(body);
+      this.#transfers.set(transfer.id, transfer);
+    }
+    for (const { key, fingerprint, resourceId } of stored.idempotency) this.#idempotency.set(key, { fingerprint, resourceId });
+    if (stored.balanceMinor !== null) this.#balanceMinor = stored.balanceMinor;
   }
 
-  /** Forgets everything, cancels pending validations. */
+  /** Kept transfers that were waiting for their validation when the simulator stopped: ask again. */
+  resumePending(): number {
+    let resumed = 0;
+    for (const transfer of this.#transfers.values()) {
+      if (transfer.status !== 'PENDING') continue;
+      this.#scheduleValidation(transfer, transfer.validationAttempts + 1);
+      resumed += 1;
+    }
+    return resumed;
+  }
+
+  /** Forgets everything (the store too), cancels pending validations. */
   reset(): void {
     this.#clearTimers();
     this.#abort.abort();
@@ -182,6 +255,7 @@ export class GatewayState {
     this.#idempotency = new Map();
     this.#validations = [];
     this.#balanceMinor = initialBalanceMinor;
+    this.#store.clear();
   }
 
   close(): void {
@@ -190,20 +264,28 @@ export class GatewayState {
     this.#abort.abort();
   }
 
+  /** Where the state is kept (a file), or null when it lives in memory only. */
+  get storeLocation(): string | null {
+    return this.#store.location;
+  }
+
   // Customers
 
   createCustomer(input: CustomerCreate, idempotencyKey: string | null, fingerprint: string): Created<CustomerWire> {
-    const replayed = this.#replay('customer', idempotencyKey, fingerprint, (id) => this.#customers.get(id));
-    if (replayed !== undefined) return { resource: customerWire(replayed), replayed: true };
-    this.#requireRoom(this.#customers.size);
-    const customer: CustomerRecord = {
-      id: `cus_${randomDigits(12)}`,
-      ...input,
-      dateCreated: this.#today(),
-    };
-    this.#customers.set(customer.id, customer);
-    this.#remember('customer', idempotencyKey, fingerprint, customer.id);
-    return { resource: customerWire(customer), replayed: false };
+    return this.#store.atomically(() => {
+      const replayed = this.#replay('customer', idempotencyKey, fingerprint, (id) => this.#customers.get(id));
+      if (replayed !== undefined) return { resource: customerWire(replayed), replayed: true };
+      this.#requireRoom(this.#customers.size);
+      const customer: CustomerRecord = {
+        id: `cus_${randomDigits(12)}`,
+        ...input,
+        dateCreated: this.#today(),
+      };
+      this.#customers.set(customer.id, customer);
+      this.#save('customer', customer);
+      this.#remember('customer', idempotencyKey, fingerprint, customer.id);
+      return { resource: customerWire(customer), replayed: false };
+    });
   }
 
   getCustomer(id: string): CustomerWire {
@@ -215,41 +297,44 @@ export class GatewayState {
   // Charges
 
   createPayment(input: PaymentCreate, idempotencyKey: string | null, fingerprint: string): Created<PaymentWire> {
-    const replayed = this.#replay('payment', idempotencyKey, fingerprint, (id) => this.#payments.get(id));
-    if (replayed !== undefined) return { resource: paymentWire(replayed), replayed: true };
-    if (!this.#customers.has(input.customerId)) throw new SimulatorApiError(400, 'invalid_customer', `customer ${input.customerId} does not exist`);
-    if (input.dueDate < this.#today()) throw new SimulatorApiError(400, 'invalid_dueDate', 'dueDate must not be in the past');
-    this.#requireRoom(this.#payments.size);
-    const id = `pay_${randomAlnum(16)}`;
-    const nossoNumero = randomDigits(10);
-    const fee = chargeFeeMinor[input.billingType];
-    const payment: PaymentRecord = {
-      id,
-      customerId: input.customerId,
-      billingType: input.billingType,
-      status: 'PENDING',
-      valueMinor: input.valueMinor,
-      netValueMinor: input.valueMinor > fee ? input.valueMinor - fee : 0n,
-      dueDate: input.dueDate,
-      dateCreated: this.#today(),
-      paymentDate: null,
-      clientPaymentDate: null,
-      confirmedDate: null,
-      description: input.description,
-      externalReference: input.externalReference,
-      nossoNumero,
-      deleted: false,
-      pixPayload: input.billingType === 'PIX' ? buildPixPayload({ paymentId: id, amountMinor: input.valueMinor, txid: id.replace(/[^A-Za-z0-9]/g, '') }) : null,
-      pixExpirationDate: input.billingType === 'PIX' ? `${input.dueDate} 23:59:59` : null,
-      boleto:
-        input.billingType === 'BOLETO'
-          ? buildBoleto({ amountMinor: input.valueMinor, dueDate: input.dueDate, freeField: `${nossoNumero}${randomDigits(15)}` })
-          : null,
-    };
-    this.#payments.set(id, payment);
-    this.#remember('payment', idempotencyKey, fingerprint, id);
-    this.#emitPayment('PAYMENT_CREATED', payment);
-    return { resource: paymentWire(payment), replayed: false };
+    return this.#store.atomically(() => {
+      const replayed = this.#replay('payment', idempotencyKey, fingerprint, (id) => this.#payments.get(id));
+      if (replayed !== undefined) return { resource: paymentWire(replayed), replayed: true };
+      if (!this.#customers.has(input.customerId)) throw new SimulatorApiError(400, 'invalid_customer', `customer ${input.customerId} does not exist`);
+      if (input.dueDate < this.#today()) throw new SimulatorApiError(400, 'invalid_dueDate', 'dueDate must not be in the past');
+      this.#requireRoom(this.#payments.size);
+      const id = `pay_${randomAlnum(16)}`;
+      const nossoNumero = randomDigits(10);
+      const fee = chargeFeeMinor[input.billingType];
+      const payment: PaymentRecord = {
+        id,
+        customerId: input.customerId,
+        billingType: input.billingType,
+        status: 'PENDING',
+        valueMinor: input.valueMinor,
+        netValueMinor: input.valueMinor > fee ? input.valueMinor - fee : 0n,
+        dueDate: input.dueDate,
+        dateCreated: this.#today(),
+        paymentDate: null,
+        clientPaymentDate: null,
+        confirmedDate: null,
+        description: input.description,
+        externalReference: input.externalReference,
+        nossoNumero,
+        deleted: false,
+        pixPayload: input.billingType === 'PIX' ? buildPixPayload({ paymentId: id, amountMinor: input.valueMinor, txid: id.replace(/[^A-Za-z0-9]/g, '') }) : null,
+        pixExpirationDate: input.billingType === 'PIX' ? `${input.dueDate} 23:59:59` : null,
+        boleto:
+          input.billingType === 'BOLETO'
+            ? buildBoleto({ amountMinor: input.valueMinor, dueDate: input.dueDate, freeField: `${nossoNumero}${randomDigits(15)}` })
+            : null,
+      };
+      this.#payments.set(id, payment);
+      this.#save('payment', payment);
+      this.#remember('payment', idempotencyKey, fingerprint, id);
+      this.#emitPayment('PAYMENT_CREATED', payment);
+      return { resource: paymentWire(payment), replayed: false };
+    });
   }
 
   getPayment(id: string): PaymentWire {
@@ -257,14 +342,17 @@ export class GatewayState {
   }
 
   listPayments(query: ListQuery): { data: PaymentWire[]; totalCount: number; hasMore: boolean } {
-    const matching = [...this.#payments.values()].filter(
+    return pageOf(
+      this.#payments.values(),
       (p) =>
         (query.status === undefined || p.status === query.status) &&
         (query.customer === undefined || p.customerId === query.customer) &&
-        (query.externalReference === undefined || p.externalReference === query.externalReference),
+        (query.externalReference === undefined || p.externalReference === query.externalReference) &&
+        inDateRange(p.dateCreated, query.dateCreatedGe, query.dateCreatedLe),
+      paymentWire,
+      query.limit,
+      query.offset,
     );
-    const page = matching.slice(query.offset, query.offset + query.limit);
-    return { data: page.map(paymentWire), totalCount: matching.length, hasMore: query.offset + page.length < matching.length };
   }
 
   getPixQrCode(id: string): PixQrCodeWire {
@@ -283,115 +371,152 @@ export class GatewayState {
 
   /** DELETE: cancels a PENDING or OVERDUE charge. Deleting again answers the same. */
   deletePayment(id: string): DeletedWire {
-    const payment = this.#payment(id);
-    if (payment.deleted) return { deleted: true, id };
-    if (payment.status !== 'PENDING' && payment.status !== 'OVERDUE') {
-      throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot be deleted; refund it instead`);
-    }
-    payment.status = 'DELETED';
-    payment.deleted = true;
-    this.#emitPayment('PAYMENT_DELETED', payment);
-    return { deleted: true, id };
+    return this.#store.atomically(() => {
+      const payment = this.#payment(id);
+      if (payment.deleted) return { deleted: true, id };
+      if (payment.status !== 'PENDING' && payment.status !== 'OVERDUE') {
+        throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot be deleted; refund it instead`);
+      }
+      payment.status = 'DELETED';
+      payment.deleted = true;
+      this.#save('payment', payment);
+      this.#emitPayment('PAYMENT_DELETED', payment);
+      return { deleted: true, id };
+    });
   }
 
   /** Full refund of a paid charge. Refunding a REFUNDED charge returns it unchanged. */
   refundPayment(id: string): PaymentWire {
-    const payment = this.#payment(id);
-    if (payment.status === 'REFUNDED') return paymentWire(payment);
-    if (payment.status !== 'RECEIVED' && payment.status !== 'CONFIRMED' && payment.status !== 'RECEIVED_IN_CASH') {
-      throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot be refunded`);
-    }
-    payment.status = 'REFUNDED';
-    this.#balanceMinor -= payment.netValueMinor;
-    this.#emitPayment('PAYMENT_REFUNDED', payment);
-    return paymentWire(payment);
+    return this.#store.atomically(() => {
+      const payment = this.#payment(id);
+      if (payment.status === 'REFUNDED') return paymentWire(payment);
+      if (payment.status !== 'RECEIVED' && payment.status !== 'CONFIRMED' && payment.status !== 'RECEIVED_IN_CASH') {
+        throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot be refunded`);
+      }
+      payment.status = 'REFUNDED';
+      this.#balanceMinor -= payment.netValueMinor;
+      this.#save('payment', payment);
+      this.#saveBalance();
+      this.#emitPayment('PAYMENT_REFUNDED', payment);
+      return paymentWire(payment);
+    });
   }
 
   /** Control: the payer pays. RECEIVED, then CONFIRMED, each with its event. */
   payPayment(id: string): PaymentWire {
-    const payment = this.#payment(id);
-    if (payment.status !== 'PENDING' && payment.status !== 'OVERDUE') {
-      throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot be paid`);
-    }
-    const today = this.#today();
-    payment.status = 'RECEIVED';
-    payment.paymentDate = today;
-    payment.clientPaymentDate = today;
-    this.#balanceMinor += payment.netValueMinor;
-    this.#emitPayment('PAYMENT_RECEIVED', payment);
-    payment.status = 'CONFIRMED';
-    payment.confirmedDate = today;
-    this.#emitPayment('PAYMENT_CONFIRMED', payment);
-    return paymentWire(payment);
+    return this.#store.atomically(() => {
+      const payment = this.#payment(id);
+      if (payment.status !== 'PENDING' && payment.status !== 'OVERDUE') {
+        throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot be paid`);
+      }
+      const today = this.#today();
+      payment.status = 'RECEIVED';
+      payment.paymentDate = today;
+      payment.clientPaymentDate = today;
+      this.#balanceMinor += payment.netValueMinor;
+      this.#emitPayment('PAYMENT_RECEIVED', payment);
+      payment.status = 'CONFIRMED';
+      payment.confirmedDate = today;
+      this.#save('payment', payment);
+      this.#saveBalance();
+      this.#emitPayment('PAYMENT_CONFIRMED', payment);
+      return paymentWire(payment);
+    });
   }
 
   /** Control: the due date passes unpaid. */
   overduePayment(id: string): PaymentWire {
-    const payment = this.#payment(id);
-    if (payment.status !== 'PENDING') throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot go overdue`);
-    payment.status = 'OVERDUE';
-    this.#emitPayment('PAYMENT_OVERDUE', payment);
-    return paymentWire(payment);
+    return this.#store.atomically(() => {
+      const payment = this.#payment(id);
+      if (payment.status !== 'PENDING') throw new SimulatorApiError(400, 'invalid_action', `a ${payment.status} charge cannot go overdue`);
+      payment.status = 'OVERDUE';
+      this.#save('payment', payment);
+      this.#emitPayment('PAYMENT_OVERDUE', payment);
+      return paymentWire(payment);
+    });
   }
 
   // Transfers
 
   createTransfer(input: TransferCreate, idempotencyKey: string | null, fingerprint: string): Created<TransferWire> {
-    const replayed = this.#replay('transfer', idempotencyKey, fingerprint, (id) => this.#transfers.get(id));
-    if (replayed !== undefined) return { resource: transferWire(replayed), replayed: true };
-    this.#requireRoom(this.#transfers.size);
-    // The account is debited `value`; the recipient gets netValue = value - transferFee.
-    const debit = input.valueMinor;
-    if (debit > this.#balanceMinor) throw new SimulatorApiError(400, 'insufficient_balance', 'the account balance does not cover this transfer');
-    const transfer: TransferRecord = {
-      id: randomUUID(),
-      status: 'PENDING',
-      valueMinor: input.valueMinor,
-      feeMinor: transferFeeMinor,
-      pixAddressKey: input.pixAddressKey,
-      pixAddressKeyType: input.pixAddressKeyType,
-      description: input.description,
-      externalReference: input.externalReference,
-      failReason: null,
-      dateCreated: this.#today(),
-      effectiveDate: null,
-      endToEndIdentifier: null,
-      authorized: null,
-      validationAttempts: 0,
-    };
-    this.#balanceMinor -= debit;
-    this.#transfers.set(transfer.id, transfer);
-    this.#remember('transfer', idempotencyKey, fingerprint, transfer.id);
-    this.#emitTransfer('TRANSFER_CREATED', transfer);
-    this.#scheduleValidation(transfer, 1);
-    return { resource: transferWire(transfer), replayed: false };
+    return this.#store.atomically(() => {
+      const replayed = this.#replay('transfer', idempotencyKey, fingerprint, (id) => this.#transfers.get(id));
+      if (replayed !== undefined) return { resource: transferWire(replayed), replayed: true };
+      this.#requireRoom(this.#transfers.size);
+      // The account is debited `value`; the recipient gets netValue = value - transferFee.
+      const debit = input.valueMinor;
+      if (debit > this.#balanceMinor) throw new SimulatorApiError(400, 'insufficient_balance', 'the account balance does not cover this transfer');
+      const transfer: TransferRecord = {
+        id: randomUUID(),
+        status: 'PENDING',
+        valueMinor: input.valueMinor,
+        feeMinor: transferFeeMinor,
+        pixAddressKey: input.pixAddressKey,
+        pixAddressKeyType: input.pixAddressKeyType,
+        description: input.description,
+        externalReference: input.externalReference,
+        failReason: null,
+        dateCreated: this.#today(),
+        effectiveDate: null,
+        endToEndIdentifier: null,
+        authorized: null,
+        validationAttempts: 0,
+      };
+      this.#balanceMinor -= debit;
+      this.#transfers.set(transfer.id, transfer);
+      this.#save('transfer', transfer);
+      this.#saveBalance();
+      this.#remember('transfer', idempotencyKey, fingerprint, transfer.id);
+      this.#emitTransfer('TRANSFER_CREATED', transfer);
+      this.#scheduleValidation(transfer, 1);
+      return { resource: transferWire(transfer), replayed: false };
+    });
   }
 
   getTransfer(id: string): TransferWire {
     return transferWire(this.#transfer(id));
   }
 
+  listTransfers(query: TransferListQuery): { data: TransferWire[]; totalCount: number; hasMore: boolean } {
+    return pageOf(
+      this.#transfers.values(),
+      (t) =>
+        (query.status === undefined || t.status === query.status) &&
+        (query.externalReference === undefined || t.externalReference === query.externalReference) &&
+        inDateRange(t.dateCreated, query.dateCreatedGe, query.dateCreatedLe),
+      transferWire,
+      query.limit,
+      query.offset,
+    );
+  }
+
   /** Control: the bank confirms the payout. */
   completeTransfer(id: string): TransferWire {
-    const transfer = this.#transfer(id);
-    if (transfer.status !== 'PENDING' && transfer.status !== 'BANK_PROCESSING') {
-      throw new SimulatorApiError(400, 'invalid_action', `a ${transfer.status} transfer cannot be completed`);
-    }
-    this.#settle(transfer);
-    return transferWire(transfer);
+    return this.#store.atomically(() => {
+      const transfer = this.#transfer(id);
+      if (transfer.status !== 'PENDING' && transfer.status !== 'BANK_PROCESSING') {
+        throw new SimulatorApiError(400, 'invalid_action', `a ${transfer.status} transfer cannot be completed`);
+      }
+      this.#settle(transfer);
+      return transferWire(transfer);
+    });
   }
 
   /** Control: the bank rejects the payout. */
   failTransfer(id: string, reason: string): TransferWire {
-    const transfer = this.#transfer(id);
-    if (transfer.status !== 'PENDING' && transfer.status !== 'BANK_PROCESSING') {
-      throw new SimulatorApiError(400, 'invalid_action', `a ${transfer.status} transfer cannot fail`);
-    }
-    transfer.status = 'FAILED';
-    transfer.failReason = reason;
-    this.#balanceMinor += transfer.valueMinor;
-    this.#emitTransfer('TRANSFER_FAILED', transfer);
-    return transferWire(transfer);
+    return this.#store.atomically(() => {
+      const transfer = this.#transfer(id);
+      if (transfer.status !== 'PENDING' && transfer.status !== 'BANK_PROCESSING') {
+        throw new SimulatorApiError(400, 'invalid_action', `a ${transfer.status} transfer cannot fail`);
+      }
+      transfer.status = 'FAILED';
+      transfer.failReason = reason;
+      this.#balanceMinor += transfer.valueMinor;
+      this.#save('transfer', transfer);
+      this.#saveBalance();
+      this.#emitTransfer('TRANSFER_FAILED', transfer);
+      return transferWire(transfer);
+    });
   }
 
   // Account
@@ -401,7 +526,10 @@ export class GatewayState {
   }
 
   setBalance(balanceMinor: bigint): void {
-    this.#balanceMinor = balanceMinor;
+    this.#store.atomically(() => {
+      this.#balanceMinor = balanceMinor;
+      this.#saveBalance();
+    });
   }
 
   snapshot(limit: number): {
@@ -463,7 +591,17 @@ export class GatewayState {
   }
 
   #remember(scope: string, key: string | null, fingerprint: string, resourceId: string): void {
-    if (key !== null) this.#idempotency.set(`${scope}:${key}`, { fingerprint, resourceId });
+    if (key === null) return;
+    this.#idempotency.set(`${scope}:${key}`, { fingerprint, resourceId });
+    this.#store.putIdempotency(`${scope}:${key}`, fingerprint, resourceId);
+  }
+
+  #save(kind: ResourceKind, record: CustomerRecord | PaymentRecord | TransferRecord): void {
+    this.#store.putResource(kind, record.id, toStoredJson(record));
+  }
+
+  #saveBalance(): void {
+    this.#store.putBalance(this.#balanceMinor);
   }
 
   #today(): string {
@@ -523,6 +661,7 @@ export class GatewayState {
     this.#after(validationDelayMs, async () => {
       if (transfer.status !== 'PENDING' || this.#transfers.get(transfer.id) !== transfer) return;
       transfer.validationAttempts = attempt;
+      this.#save('transfer', transfer);
       const signal = this.#abort.signal;
       const answer = await this.#askValidation(validationUrl, transfer, signal);
       // The transfer may have been completed or failed by a control, or the state reset, meanwhile.
@@ -579,10 +718,13 @@ export class GatewayState {
   }
 
   #approve(transfer: TransferRecord): void {
-    transfer.authorized = true;
-    transfer.status = 'BANK_PROCESSING';
-    this.#emitTransfer('TRANSFER_IN_BANK_PROCESSING', transfer);
-    if (this.#options.autoSettle) this.#settle(transfer);
+    this.#store.atomically(() => {
+      transfer.authorized = true;
+      transfer.status = 'BANK_PROCESSING';
+      this.#save('transfer', transfer);
+      this.#emitTransfer('TRANSFER_IN_BANK_PROCESSING', transfer);
+      if (this.#options.autoSettle) this.#settle(transfer);
+    });
   }
 
   #settle(transfer: TransferRecord): void {
@@ -591,7 +733,10 @@ export class GatewayState {
     transfer.effectiveDate = now.toISOString().slice(0, 10);
     // E + ISPB (8) + yyyyMMddHHmm + 11 characters: the shape of a Pix end-to-end id.
     transfer.endToEndIdentifier = `E99999999${now.toISOString().replace(/\D/g, '').slice(0, 12)}${randomAlnum(11)}`;
-    this.#emitTransfer('TRANSFER_DONE', transfer);
+    this.#store.atomically(() => {
+      this.#save('transfer', transfer);
+      this.#emitTransfer('TRANSFER_DONE', transfer);
+    });
   }
 
   #cancel(transfer: TransferRecord, reason: string): void {
@@ -599,7 +744,11 @@ export class GatewayState {
     transfer.authorized = false;
     transfer.failReason = reason.slice(0, 500);
     this.#balanceMinor += transfer.valueMinor;
-    this.#emitTransfer('TRANSFER_CANCELLED', transfer);
+    this.#store.atomically(() => {
+      this.#save('transfer', transfer);
+      this.#saveBalance();
+      this.#emitTransfer('TRANSFER_CANCELLED', transfer);
+    });
   }
 }
 

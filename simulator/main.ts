@@ -1,12 +1,15 @@
 import { createLogger } from '../infra/logger.ts';
+import { stopWhenSupervisorExits } from '../infra/supervised.ts';
 import { startSimulator } from './app.ts';
 import { loadSimulatorConfig, SimulatorConfigError } from './config.ts';
 
 /**
  * The gateway simulator process: `npm run start:simulator` (node simulator/main.ts). Configured
- * by SIMULATOR_* variables (docs/gateway-wire-api.md). State is in memory and starts empty on
- * every start. On SIGTERM or SIGINT it stops taking requests, abandons queued webhooks and
- * pending validations (a simulator restart loses them by design), and exits 0.
+ * by SIMULATOR_* variables (docs/gateway-wire-api.md). The state is in memory and starts empty on
+ * every start, unless SIMULATOR_STATE_FILE names a SQLite file that keeps it (npm start does):
+ * then resources, queued webhooks and pending validations carry on after a restart. On SIGTERM or
+ * SIGINT it stops taking requests and exits 0; an event being delivered at that moment is sent
+ * again after a restart (at least once, as a gateway does).
  */
 
 const shutdownGraceMs = 10_000;
@@ -23,6 +26,7 @@ async function main(): Promise<void> {
       validationUrl: config.validationUrl,
       validationDelayMs: config.validationDelayMs,
       autoSettle: config.autoSettle,
+      stateFile: config.stateFile,
     },
     'gateway simulator listening',
   );
@@ -47,6 +51,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  stopWhenSupervisorExits();
 }
 
 main().catch((error: unknown) => {

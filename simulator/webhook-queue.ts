@@ -3,6 +3,7 @@ import { webhookEvents, type BillingType, type WebhookEvent } from '../gateway/t
 import type { WebhookWire } from '../gateway/wire.ts';
 import { wireHeaders } from '../gateway/wire.ts';
 import type { FaultInjector } from './faults.ts';
+import { memoryStore, type SimulatorStore } from './store.ts';
 
 /**
  * The gateway's webhook queues. Each configured webhook has one queue, delivered in order
@@ -15,6 +16,11 @@ import type { FaultInjector } from './faults.ts';
  * consecutive failures the queue is interrupted: nothing is sent, events keep queueing (up to
  * `queueMax`), until `removeBackoff` (at most once per cooldown per webhook) or an update with
  * `interrupted: false` resumes it. A disabled webhook does not queue events at all.
+ *
+ * With a file store (simulator/store.ts) each webhook's settings and penalty and every queued
+ * event are kept across a restart: the queue resumes where it stopped (a webhook whose configured
+ * URL changed since takes the new one). The backoff's timer is not kept: the head is retried at
+ * once after a restart.
  */
 
 export interface WebhookDefinition {
@@ -38,6 +44,8 @@ export interface DispatcherOptions {
   backoffRemovalCooldownMs: number;
   faults: FaultInjector;
   logger: Logger | null;
+  /** Where settings and queued events are written; memory (nothing kept) by default. */
+  store?: SimulatorStore;
   fetch?: typeof fetch;
 }
 
@@ -73,6 +81,22 @@ interface QueuedDelivery {
   copy: number;
   attempts: number;
   reordered: boolean;
+  /** Its row in the store. */
+  storeId: number;
+}
+
+/** A webhook's settings as kept in the store. */
+interface StoredWebhook {
+  /** The URL the configuration gave when this was written: a new configured URL wins over a kept one. */
+  configuredUrl: string;
+  url: string;
+  email: string | null;
+  enabled: boolean;
+  interrupted: boolean;
+  events: WebhookEvent[];
+  authToken: string;
+  penalizedRequestsCount: number;
+  lastBackoffRemovalAtMs: number | null;
 }
 
 interface WebhookState {
@@ -117,11 +141,61 @@ export class WebhookDispatcher {
   #started = false;
   /** Aborted on close and on reset, so in-flight posts and sleeps of the old queues end at once. */
   #abort = new AbortController();
+  readonly #store: SimulatorStore;
 
   constructor(definitions: readonly WebhookDefinition[], options: DispatcherOptions) {
     this.#definitions = definitions;
     this.#options = options;
+    this.#store = options.store ?? memoryStore();
     this.#resetHooks();
+    this.#restore();
+  }
+
+  /** Takes back the kept settings and queued events (a file store); drops events of webhooks no longer configured. */
+  #restore(): void {
+    const stored = this.#store.load();
+    for (const { id, body } of stored.webhooks) {
+      const hook = this.#hooks.get(id);
+      if (hook === undefined) continue;
+      const kept = JSON.parse(body) as StoredWebhook;
+      if (kept.configuredUrl === hook.definition.url) hook.url = kept.url;
+      hook.email = kept.email;
+      hook.enabled = kept.enabled;
+      hook.interrupted = kept.interrupted;
+      hook.events = kept.events;
+      hook.authToken = kept.authToken;
+      hook.penalizedRequestsCount = kept.penalizedRequestsCount;
+      hook.lastBackoffRemovalAtMs = kept.lastBackoffRemovalAtMs;
+    }
+    for (const delivery of stored.deliveries) {
+      const hook = this.#hooks.get(delivery.webhookId);
+      if (hook === undefined) {
+        this.#store.removeDelivery(delivery.storeId);
+        continue;
+      }
+      const kept = JSON.parse(delivery.body) as Omit<QueuedDelivery, 'storeId'>;
+      hook.queue.push({ ...kept, storeId: delivery.storeId });
+    }
+  }
+
+  #saveHook(hook: WebhookState): void {
+    const kept: StoredWebhook = {
+      configuredUrl: hook.definition.url,
+      url: hook.url,
+      email: hook.email,
+      enabled: hook.enabled,
+      interrupted: hook.interrupted,
+      events: hook.events,
+      authToken: hook.authToken,
+      penalizedRequestsCount: hook.penalizedRequestsCount,
+      lastBackoffRemovalAtMs: hook.lastBackoffRemovalAtMs,
+    };
+    this.#store.putWebhook(hook.definition.id, JSON.stringify(kept));
+  }
+
+  #deliveryBody(delivery: QueuedDelivery): string {
+    const { storeId: _storeId, ...kept } = delivery;
+    return JSON.stringify(kept);
   }
 
   start(): void {
@@ -176,7 +250,9 @@ export class WebhookDispatcher {
           this.#record(hook, event, { outcome: 'QUEUE_FULL', copy });
           continue;
         }
-        hook.queue.push({ event, copy, attempts: 0, reordered: false });
+        const delivery: QueuedDelivery = { event, copy, attempts: 0, reordered: false, storeId: 0 };
+        delivery.storeId = this.#store.addDelivery(hook.definition.id, this.#deliveryBody(delivery));
+        hook.queue.push(delivery);
       }
       hook.wake?.();
     }
@@ -203,6 +279,7 @@ export class WebhookDispatcher {
     // Reactivating or repointing a queue retries at once; the penalty count stays until a success
     // or a backoff removal clears it.
     if (update.url !== undefined || update.interrupted === false || update.enabled === true) hook.backoffUntilMs = null;
+    this.#saveHook(hook);
     hook.wake?.();
     return this.#wire(hook);
   }
@@ -218,6 +295,7 @@ export class WebhookDispatcher {
     hook.penalizedRequestsCount = 0;
     hook.interrupted = false;
     hook.backoffUntilMs = null;
+    this.#saveHook(hook);
     hook.wake?.();
     return { kind: 'removed', webhook: this.#wire(hook) };
   }
@@ -328,6 +406,7 @@ export class WebhookDispatcher {
       const head = hook.queue[0];
       if (head === undefined || !hook.enabled || hook.interrupted) continue;
       head.attempts += 1;
+      this.#store.updateDelivery(head.storeId, this.#deliveryBody(head));
       const result = await this.#post(hook, head);
       if (!this.#current(hook)) break;
       this.#record(hook, head.event, {
@@ -340,14 +419,21 @@ export class WebhookDispatcher {
       });
       if (result.ok) {
         hook.queue.shift();
+        const hadPenalty = hook.penalizedRequestsCount !== 0;
         hook.penalizedRequestsCount = 0;
         hook.backoffUntilMs = null;
+        this.#store.atomically(() => {
+          this.#store.removeDelivery(head.storeId);
+          if (hadPenalty) this.#saveHook(hook);
+        });
         continue;
       }
       hook.penalizedRequestsCount += 1;
+      this.#saveHook(hook);
       if (hook.penalizedRequestsCount >= this.#options.interruptAfterFailures) {
         hook.interrupted = true;
         hook.backoffUntilMs = null;
+        this.#saveHook(hook);
         this.#record(hook, head.event, { outcome: 'INTERRUPTED', attempt: head.attempts, copy: head.copy });
         this.#options.logger?.warn({ webhookId: hook.definition.id, failures: hook.penalizedRequestsCount }, 'webhook queue interrupted');
         continue;
@@ -445,20 +531,22 @@ export function webhookDefinitionsFromConfig(config: {
   paymentWebhookUrlPix: string | null;
   paymentWebhookUrlBoleto: string | null;
   transferWebhookUrl: string | null;
+  webhookIdSuffix?: string;
 }): WebhookDefinition[] {
+  const suffix = config.webhookIdSuffix ?? '';
   const isPayment = (event: WebhookEvent): boolean => event.startsWith('PAYMENT_');
   const pix = (event: WebhookEvent, billingType: BillingType | null): boolean => isPayment(event) && billingType === 'PIX';
   const boleto = (event: WebhookEvent, billingType: BillingType | null): boolean => isPayment(event) && billingType === 'BOLETO';
   const transfer = (event: WebhookEvent): boolean => event.startsWith('TRANSFER_');
   const definitions: WebhookDefinition[] = [];
   if (config.paymentWebhookUrlPix !== null) {
-    definitions.push({ id: 'wh_payment_pix', name: 'Pix charges', url: config.paymentWebhookUrlPix, accepts: pix });
+    definitions.push({ id: `wh_payment_pix${suffix}`, name: 'Pix charges', url: config.paymentWebhookUrlPix, accepts: pix });
   }
   if (config.paymentWebhookUrlBoleto !== null) {
-    definitions.push({ id: 'wh_payment_boleto', name: 'Boleto charges', url: config.paymentWebhookUrlBoleto, accepts: boleto });
+    definitions.push({ id: `wh_payment_boleto${suffix}`, name: 'Boleto charges', url: config.paymentWebhookUrlBoleto, accepts: boleto });
   }
   if (config.transferWebhookUrl !== null) {
-    definitions.push({ id: 'wh_transfer', name: 'Pix transfers', url: config.transferWebhookUrl, accepts: (event) => transfer(event) });
+    definitions.push({ id: `wh_transfer${suffix}`, name: 'Pix transfers', url: config.transferWebhookUrl, accepts: (event) => transfer(event) });
   }
   if (config.webhookUrl !== null) {
     const routedElsewhere = (event: WebhookEvent, billingType: BillingType | null): boolean =>
@@ -466,7 +554,7 @@ export function webhookDefinitionsFromConfig(config: {
       (config.paymentWebhookUrlBoleto !== null && boleto(event, billingType)) ||
       (config.transferWebhookUrl !== null && transfer(event));
     definitions.push({
-      id: 'wh_gateway',
+      id: `wh_gateway${suffix}`,
       name: 'Gateway events',
       url: config.webhookUrl,
       accepts: (event, billingType) => !routedElsewhere(event, billingType),

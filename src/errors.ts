@@ -9,10 +9,20 @@ export const errorCodes = [
   'CONFLICT',
   'RATE_LIMITED',
   'SERVICE_UNAVAILABLE',
+  // A header the request carries is malformed (named in the answer); checked before any use.
+  'INVALID_HEADER',
+  // A dependency (PostgreSQL, Temporal) did not answer within its configured bound, or refused
+  // the connection: 503 with Retry-After, `details.dependency` naming it.
+  'DEPENDENCY_TIMEOUT',
+  'DEPENDENCY_UNAVAILABLE',
   // Administration authentication
   'UNAUTHENTICATED',
   'FORBIDDEN',
   'INVALID_CREDENTIALS',
+  // Too many failed logins for this account: wait (Retry-After), or an operator unlocks it.
+  'LOGIN_THROTTLED',
+  // Feature flags (canary rollout)
+  'FEATURE_NOT_ENABLED',
   // Money and ledger
   'INVALID_AMOUNT',
   'UNSUPPORTED_CURRENCY',
@@ -37,6 +47,7 @@ export const errorCodes = [
   'DOUBLE_SPEND_DETECTED',
   'SIGNATURE_INVALID',
   'AUTHORIZATION_STALE',
+  'AUTHORIZATION_REPLAYED',
   'RISK_FLAG_NOT_FOUND',
   // Settlement
   'PLC_ALREADY_REDEEMED',
@@ -47,6 +58,27 @@ export const errorCodes = [
   'GATEWAY_REFUSED',
   'WEBHOOK_UNAUTHORIZED',
   'CHARGE_NOT_FOUND',
+  // Gateway webhooks and monitoring
+  'WEBHOOK_NOT_FOUND',
+  'WEBHOOK_COOLDOWN',
+  'GATEWAY_ERROR',
+  'GATEWAY_TIMEOUT',
+  // Security: PIN and key backup (docs/security.md)
+  'PIN_NOT_REGISTERED',
+  'PIN_ALREADY_REGISTERED',
+  'PIN_INCORRECT',
+  'PIN_LOCKED',
+  'PIN_RESET_EMAIL_UNAVAILABLE',
+  'PIN_RESET_TOKEN_INVALID',
+  'KEY_BACKUP_NOT_FOUND',
+  'KEY_BACKUP_SIGNATURE_REQUIRED',
+  'KEY_BACKUP_DEVICES_EXCEEDED',
+  // An operator's retry of a settlement
+  'REDEMPTION_NOT_FOUND',
+  'REDEMPTION_ALREADY_SETTLED',
+  'REDEMPTION_FAILED_FINAL',
+  'REDEMPTION_NOT_STALLED',
+  'RETRY_NOT_SUPPORTED',
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

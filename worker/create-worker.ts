@@ -2,7 +2,9 @@ import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
 import type { Pool } from '../db/pool.ts';
+import type { PinResetMailDeps } from '../activities/security.ts';
 import type { GatewayClient } from '../gateway/index.ts';
+import { operationLogInterceptor } from './operation-log.ts';
 import { workflowsPath } from './workflows-path.ts';
 
 export interface CreateWorkerOptions {
@@ -14,6 +16,8 @@ export interface CreateWorkerOptions {
   /** A prebuilt bundle (tests bundle once per run); otherwise the worker bundles at start. */
   workflowBundlePath?: string;
   shutdownGraceTimeMs?: number;
+  /** Outgoing mail for PIN resets (`pinResetMailFromConfig`); absent without SMTP_URL. */
+  mail?: PinResetMailDeps | null;
   /** The sticky cache's size (`TEMPORAL_MAX_CACHED_WORKFLOWS`); undefined: the SDK's default. */
   maxCachedWorkflows?: number | undefined;
 }
@@ -32,9 +36,12 @@ export function createWorker(options: CreateWorkerOptions): Promise<Worker> {
     activities: createActivities({
       pool: options.pool,
       gateway: options.gateway,
+      mail: options.mail ?? null,
       // A client on the worker's own connection, for activities that signal other workflows.
       temporal: new Client({ connection: options.connection, namespace: options.namespace }),
     }),
+    // Every activity that moves money or calls the gateway leaves an entry in the operation log.
+    interceptors: { activity: [operationLogInterceptor(options.pool)] },
     // Running activities get this long to finish on shutdown; each money movement is one
     // database transaction, so a cut-off activity has booked all or nothing and is retried.
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 30_000,

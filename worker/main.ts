@@ -1,10 +1,14 @@
+import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
+import { pinResetMailFromConfig } from '../activities/security.ts';
 import { createPool } from '../db/pool.ts';
 import { createGatewayClient } from '../gateway/index.ts';
-import { prepareDatabase } from '../infra/bootstrap.ts';
-import { ConfigError, loadConfig } from '../infra/config.ts';
+import { prepareDatabaseAt } from '../infra/bootstrap.ts';
+import { ConfigError, loadConfig, webhookAutoHealEnabled } from '../infra/config.ts';
 import { createLogger } from '../infra/logger.ts';
+import { stopWhenSupervisorExits } from '../infra/supervised.ts';
 import { createWorker } from './create-worker.ts';
+import { ensureGatewayAuditSchedule, ensureLedgerCheckSchedule, ensureWebhookMonitorSchedule } from './schedules.ts';
 import { workflowThreadGuardInstalled } from './workflow-thread-guard.ts';
 
 /**
@@ -23,8 +27,15 @@ async function main(): Promise<void> {
     ]);
   }
   Runtime.install({ shutdownSignals: ['SIGTERM', 'SIGINT'] });
-  const pool = createPool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX, applicationName: 'settlement-worker' });
-  await prepareDatabase(pool, config, logger);
+  stopWhenSupervisorExits();
+  await prepareDatabaseAt(config.DATABASE_URL, config, logger, 'settlement-worker-migrate');
+  const pool = createPool({
+    connectionString: config.DATABASE_URL,
+    max: config.DATABASE_POOL_MAX,
+    applicationName: 'settlement-worker',
+    connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: config.WORKER_DATABASE_STATEMENT_TIMEOUT_MS,
+  });
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   try {
     const worker = await createWorker({
@@ -33,9 +44,26 @@ async function main(): Promise<void> {
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       pool,
       gateway: createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS }),
+      mail: pinResetMailFromConfig(config),
       shutdownGraceTimeMs: config.SHUTDOWN_GRACE_MS,
       maxCachedWorkflows: config.TEMPORAL_MAX_CACHED_WORKFLOWS,
     });
+    if (config.WEBHOOK_MONITOR_ENABLED) {
+      const outcome = await ensureWebhookMonitorSchedule(new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), {
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        intervalMs: config.WEBHOOK_MONITOR_INTERVAL_MS,
+        autoHeal: webhookAutoHealEnabled(config),
+        cooldownMs: config.WEBHOOK_BACKOFF_COOLDOWN_MS,
+      });
+      logger.info({ schedule: 'webhook-monitor', outcome, intervalMs: config.WEBHOOK_MONITOR_INTERVAL_MS, autoHeal: webhookAutoHealEnabled(config) }, 'webhook monitor scheduled');
+    }
+    const ledgerCheck = await ensureLedgerCheckSchedule(new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), {
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      intervalMs: config.LEDGER_CHECK_INTERVAL_MS,
+    });
+    logger.info({ schedule: 'ledger-check', outcome: ledgerCheck, intervalMs: config.LEDGER_CHECK_INTERVAL_MS }, 'ledger check scheduled');
+    // The gateway audit (docs/reconciliation.md), every GATEWAY_AUDIT_INTERVAL_MS (0 removes the schedule).
+    await ensureGatewayAuditSchedule(new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), config, logger);
     const guard = workflowThreadGuardInstalled();
     if (!guard) logger.warn('started without worker/preload.ts: workflow threads use the SDK\'s per-call timeout (a thread per call); start with `node --import ./worker/preload.ts worker/main.ts`');
     logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, workflowThreadGuard: guard, maxCachedWorkflows: worker.options.maxCachedWorkflows }, 'worker started');

@@ -4,6 +4,7 @@ import {
   condition,
   defineSignal,
   defineUpdate,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -108,7 +109,12 @@ export async function plcWorkflow(input: PlcWorkflowInput): Promise<PlcWorkflowR
   });
   setHandler(plcRedemptionFinishedSignal, (outcome) => {
     redemptionFinished = true;
-    if (outcome.status === 'REDEEMED') final = { status: 'REDEEMED', state: null };
+    if (outcome.status === 'REDEEMED') {
+      final = { status: 'REDEEMED', state: null };
+      // The attribute follows the PLC to its end (docs/plc.md). Workflows that took this signal
+      // before the patch kept their last status (TRANSFERRED) and replay without the upsert.
+      if (patched('plc-redeemed-business-status')) setStatus('REDEEMED');
+    }
   });
 
   // The create answers within seconds; a workflow whose update never came ends on its own.

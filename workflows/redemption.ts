@@ -1,5 +1,7 @@
 import {
+  ActivityFailure,
   allHandlersFinished,
+  ApplicationFailure,
   condition,
   defineSignal,
   defineUpdate,
@@ -10,8 +12,10 @@ import {
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { OpenRedemptionInput, PayoutStatus, RedemptionActivities, RedemptionState } from '../activities/redemption.ts';
+import type { OpenRedemptionInput, PayoutStatus, RedemptionActivities, RedemptionState, RetryPayoutResult } from '../activities/redemption.ts';
+import { isTransientPayoutRefusal } from '../gateway/status.ts';
 import { failureType } from './failure-type.ts';
+import { retrySettlementUpdate, type RetrySettlementRequest, type RetrySettlementResult } from './redemption-messages.ts';
 import { plcRedemptionFinishedSignal } from './plc.ts';
 import { businessStatusKey, referenceIdKey } from './search-attributes.ts';
 
@@ -46,6 +50,14 @@ const localFinish = proxyLocalActivities<RedemptionActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2, maximumAttempts: 20 },
 });
 
+/** An operator's retry runs its gateway calls as one activity, whose own errors it reports as an outcome. */
+const retryActivities = proxyActivities<RedemptionActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 5 },
+});
+
+export { retrySettlementUpdate };
+
 export const openRedemptionUpdate = defineUpdate<{ created: boolean; state: RedemptionState }, [OpenRedemptionInput]>('openRedemption');
 /** A transfer event from the gateway's webhook (delivered possibly late, twice or out of order). */
 export const transferEventSignal = defineSignal<[{ eventId: string; transferId: string; status: string; failReason: string | null }]>(
@@ -58,12 +70,23 @@ export interface RedemptionWorkflowInput {
   /** How long to wait for a webhook before asking the gateway. */
   webhookWaitMs: number;
   /**
-   * Set by an operator's retry (pending-transfers reconciliation): the redemption row exists
-   * already, so the workflow loads it instead of waiting for the opening update. The payout's
-   * idempotency key is the redemption id, so a resumed run never pays twice.
+   * Set by an operator's retry (pending-transfers reconciliation, or the retry route when the
+   * workflow has ended): the redemption row exists already, so the workflow loads it instead of
+   * waiting for the opening update. The payout's idempotency key is the redemption id and attempt,
+   * so a resumed run never pays twice.
    */
   resume?: boolean;
+  /**
+   * How long a payout that is stuck (refused for a transient cause, the gateway unreachable) or
+   * stalled (no final answer after every poll) waits for an operator's retry before the run ends;
+   * default `operatorWaitMsDefault`. A refused payout is then failed (nothing exists at the
+   * gateway); one whose fate is unknown is left PENDING for the operator.
+   */
+  operatorWaitMs?: number;
 }
+
+/** Seven days: a stuck payout waits this long for an operator by default. */
+export const operatorWaitMsDefault = 7 * 24 * 3_600_000;
 
 export type RedemptionWorkflowResult = { status: 'REFUSED'; code: string } | { status: 'SETTLED' | 'FAILED'; state: RedemptionState };
 
@@ -71,6 +94,16 @@ export type RedemptionWorkflowResult = { status: 'REFUSED'; code: string } | { s
 const pollRoundsMax = 48;
 
 export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promise<RedemptionWorkflowResult> {
+  // Decided before any handler runs: a run started before operators' retries existed keeps the
+  // shape it had (replayed histories) and refuses a retry.
+  const retriesSupported = patched('redemption-operator-retry');
+  /** Retries waiting for the main loop, which runs them one at a time between its waits. */
+  const retryQueue: { request: RetrySettlementRequest; answer: (result: RetrySettlementResult) => void }[] = [];
+  /** Retries whose outcome is final: answered once it is booked. */
+  const answeredAfterBooking: { result: RetryPayoutResult; answer: (result: RetrySettlementResult) => void }[] = [];
+  /** Transfers of payout attempts a retry closed: their late events move nothing. */
+  const closedTransfers = new Set<string>();
+  let finalState: RedemptionState | undefined = undefined;
   let opening: Promise<{ created: boolean; state: RedemptionState }> | undefined;
   let opened: RedemptionState | undefined;
   let refusedCode: string | undefined;
@@ -104,11 +137,30 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
     // Only a final status counts, and the first final status wins: a late PENDING or a
     // duplicated event never moves the outcome backwards.
     if (outcome !== undefined) return;
+    if (retriesSupported && closedTransfers.has(event.transferId)) return;
     if (event.status === 'DONE') outcome = { final: true, done: true, gatewayStatus: 'DONE', failReason: null };
     else if (event.status === 'FAILED' || event.status === 'CANCELLED') {
       outcome = { final: true, done: false, gatewayStatus: event.status, failReason: event.failReason ?? event.status };
     }
   });
+
+  setHandler(
+    retrySettlementUpdate,
+    (request) => {
+      if (finalState !== undefined) return Promise.resolve(alreadyFinal(request.retryId, finalState));
+      return new Promise<RetrySettlementResult>((answer) => retryQueue.push({ request, answer }));
+    },
+    {
+      validator: (_request) => {
+        if (!retriesSupported) {
+          throw ApplicationFailure.nonRetryable(
+            'this redemption\'s workflow started before operators\' retries existed: use POST /api/v1/admin/reconcile/pending-transfers',
+            'RETRY_NOT_SUPPORTED',
+          );
+        }
+      },
+    },
+  );
 
   if (input.resume === true) {
     const loaded = await activities.loadRedemption({ redemptionId: input.redemptionId });
@@ -123,7 +175,76 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
   }
   setStatus(opened.status);
 
-  if (opened.status === 'PENDING_PAYMENT') {
+  let lastStatus = opened.status as string;
+  const setStatusOnce = (status: string): void => {
+    if (status === lastStatus) return;
+    lastStatus = status;
+    setStatus(status);
+  };
+  let payoutProblem: { kind: 'refused' | 'unknown'; text: string } | null = null;
+
+  /** One operator's retry: the gateway's word on the current attempt, and what follows from it. */
+  const runRetry = async (entry: (typeof retryQueue)[number]): Promise<void> => {
+    const result = await retryActivities.retryPayout({ redemptionId: input.redemptionId, retryId: entry.request.retryId });
+    if (result.closedTransferId !== null) closedTransfers.add(result.closedTransferId);
+    if (result.transferId !== null) upsertSearchAttributes([{ key: referenceIdKey, value: result.transferId }]);
+    if (result.final !== null) outcome ??= result.final;
+    else if (result.outcome !== 'GATEWAY_UNAVAILABLE') {
+      payoutProblem =
+        result.problem === null ? null : { kind: result.gatewayStatus !== null && isTransientPayoutRefusal(result.gatewayStatus) ? 'refused' : 'unknown', text: result.problem };
+    }
+    if (outcome !== undefined) answeredAfterBooking.push({ result, answer: entry.answer });
+    else entry.answer({ ...result, status: 'PENDING_PAYMENT' });
+  };
+
+  if (opened.status === 'PENDING_PAYMENT' && retriesSupported) {
+    setStatusOnce('PENDING_PAYMENT');
+    try {
+      const created = await activities.createPayout({ redemptionId: input.redemptionId });
+      if (created.transferId !== null) upsertSearchAttributes([{ key: referenceIdKey, value: created.transferId }]);
+      if (created.status.final && !created.status.done && isTransientPayoutRefusal(created.status.gatewayStatus)) {
+        payoutProblem = { kind: 'refused', text: `${created.status.gatewayStatus}: ${created.status.failReason ?? ''}` };
+      } else if (created.status.final) outcome ??= created.status;
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      // Every attempt to reach the gateway failed: whether the transfer was made is unknown. A
+      // retry asks again under the same key (it finds it, or makes it): never a second transfer.
+      payoutProblem = { kind: 'unknown', text: `the gateway could not be reached: ${error.cause?.message ?? error.message}`.slice(0, 400) };
+      await local.notePayoutProblem({ redemptionId: input.redemptionId, problem: payoutProblem.text });
+    }
+    const operatorWaitMs = input.operatorWaitMs ?? operatorWaitMsDefault;
+    let round = 0;
+    while (outcome === undefined) {
+      const next = retryQueue.shift();
+      if (next !== undefined) {
+        await runRetry(next);
+        round = 0;
+        continue;
+      }
+      if (payoutProblem === null && round < pollRoundsMax) {
+        setStatusOnce('PENDING_PAYMENT');
+        if (await condition(() => outcome !== undefined || retryQueue.length > 0, input.webhookWaitMs)) continue;
+        round += 1;
+        try {
+          const status = await activities.readPayoutStatus({ redemptionId: input.redemptionId });
+          if (status.final) outcome ??= status;
+        } catch (error) {
+          if (!(error instanceof ActivityFailure)) throw error;
+          // The gateway did not answer this round: the next round asks again.
+        }
+        continue;
+      }
+      // Stuck or stalled: wait for an operator's retry (the console's main job).
+      setStatusOnce(payoutProblem === null ? 'PENDING_PAYMENT_STALLED' : 'PAYOUT_RETRYABLE');
+      if (await condition(() => outcome !== undefined || retryQueue.length > 0, operatorWaitMs)) continue;
+      const problem: { kind: 'refused' | 'unknown'; text: string } | null = payoutProblem;
+      if (problem !== null && problem.kind === 'refused') {
+        // Nothing exists at the gateway and nobody retried: fail it, the PLC redeemable again.
+        outcome = { final: true, done: false, gatewayStatus: 'NOT_CREATED', failReason: `${problem.text}; no retry within ${Math.round(operatorWaitMs / 60_000)} minutes` };
+      }
+      break;
+    }
+  } else if (opened.status === 'PENDING_PAYMENT') {
     const created = await activities.createPayout({ redemptionId: input.redemptionId });
     if (created.transferId !== null) upsertSearchAttributes([{ key: referenceIdKey, value: created.transferId }]);
     if (created.status.final) outcome ??= created.status;
@@ -143,7 +264,8 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
   if (outcome === undefined) {
     // No answer from the gateway in all that time: leave the money in PENDING for the operator
     // (pending-transfers reconciliation) rather than guess.
-    setStatus('PENDING_PAYMENT_STALLED');
+    if (!retriesSupported || lastStatus !== 'PENDING_PAYMENT_STALLED') setStatus('PENDING_PAYMENT_STALLED');
+    for (const entry of retryQueue.splice(0)) entry.answer(notFinished(entry.request.retryId, opened));
     await condition(allHandlersFinished);
     return { status: 'FAILED', state: opened };
   }
@@ -165,6 +287,42 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
       // The PLC's workflow has ended (its expiry ran first, or it was never kept): nothing to tell.
     }
   }
+  finalState = state;
+  for (const { result, answer } of answeredAfterBooking.splice(0)) answer({ ...result, status: state.status });
+  for (const entry of retryQueue.splice(0)) entry.answer(alreadyFinal(entry.request.retryId, state));
   await condition(allHandlersFinished);
   return { status: state.status === 'SETTLED' ? 'SETTLED' : 'FAILED', state };
+}
+
+/** The answer to a retry that arrives once the redemption is final. */
+function alreadyFinal(retryId: string, state: RedemptionState): RetrySettlementResult {
+  const settled = state.status === 'SETTLED';
+  return {
+    retryId,
+    outcome: settled ? 'ALREADY_SETTLED' : 'ALREADY_FAILED',
+    detail: `the redemption is already ${state.status}`,
+    attempt: state.payoutAttempt ?? 1,
+    transferId: state.gatewayTransferId,
+    gatewayStatus: state.gatewayStatus,
+    final: null,
+    problem: null,
+    closedTransferId: null,
+    status: state.status,
+  };
+}
+
+/** The answer to a retry still queued when a run ends without a final answer (its next run takes the next retry). */
+function notFinished(retryId: string, state: RedemptionState): RetrySettlementResult {
+  return {
+    retryId,
+    outcome: 'STILL_PENDING',
+    detail: 'the workflow run ended without a final answer before it could take this retry; retry again to resume it',
+    attempt: state.payoutAttempt ?? 1,
+    transferId: state.gatewayTransferId,
+    gatewayStatus: state.gatewayStatus,
+    final: null,
+    problem: null,
+    closedTransferId: null,
+    status: 'PENDING_PAYMENT',
+  };
 }

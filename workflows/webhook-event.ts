@@ -5,8 +5,10 @@ import { transferEventSignal } from './redemption.ts';
 
 /**
  * Processing of one stored webhook (`webhook-<provider>-<event_id>`; the id makes a duplicate
- * delivery start nothing). Route it, signal the workflow it is about, record the outcome. When
- * routing keeps failing, the event ends DEAD in the inbox, from where an operator reprocesses it.
+ * delivery start nothing). Route it (which checks it against the gateway), signal the workflow it
+ * is about with the gateway's status, record the outcome. When routing keeps failing (the gateway
+ * cannot be read, the database is down), the event ends DEAD in the inbox, from where an operator
+ * reprocesses it.
  */
 const routeOptions = {
   startToCloseTimeout: '30 seconds',
@@ -40,7 +42,16 @@ export async function webhookEventWorkflow(input: { inboxId: string }): Promise<
     await finishInboxEvent({ inboxId: input.inboxId, status: 'DEAD', error: message });
     return 'DEAD';
   }
+  // Since patch `webhook-gateway-word`, routing reads the transfer or payment back from the
+  // gateway (activities/gateway-word.ts); an event the gateway contradicts is recorded
+  // CONTRADICTED with the gateway's answer, whatever else happens to it. Histories recorded before
+  // carry no contradiction and never reach the patch.
+  const contradicted = route.contradiction !== undefined && patched('webhook-gateway-word');
   if (route.kind === 'ignore') {
+    if (contradicted) {
+      await finishInboxEvent({ inboxId: input.inboxId, status: 'CONTRADICTED', result: { reason: route.reason, contradiction: route.contradiction } });
+      return 'CONTRADICTED';
+    }
     await finishInboxEvent({ inboxId: input.inboxId, status: 'IGNORED', result: { reason: route.reason } });
     return 'IGNORED';
   }
@@ -50,8 +61,25 @@ export async function webhookEventWorkflow(input: { inboxId: string }): Promise<
     else await handle.signal(paymentEventSignal, route.payload);
   } catch {
     // The target has finished: its outcome is final and this late event cannot move it.
+    if (contradicted) {
+      await finishInboxEvent({
+        inboxId: input.inboxId,
+        status: 'CONTRADICTED',
+        result: { reason: `${route.workflowId} has finished`, contradiction: route.contradiction, route },
+      });
+      return 'CONTRADICTED';
+    }
     await finishInboxEvent({ inboxId: input.inboxId, status: 'IGNORED', result: { reason: `${route.workflowId} has finished`, route } });
     return 'IGNORED';
+  }
+  if (contradicted) {
+    // The owner heard the gateway's own status, not the event's.
+    await finishInboxEvent({
+      inboxId: input.inboxId,
+      status: 'CONTRADICTED',
+      result: { contradiction: route.contradiction, signalled: route.workflowId, signal: route.signal, status: route.payload.status },
+    });
+    return 'CONTRADICTED';
   }
   await finishInboxEvent({ inboxId: input.inboxId, status: 'PROCESSED', result: { signalled: route.workflowId, signal: route.signal } });
   return 'PROCESSED';

@@ -1,7 +1,11 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { databaseOutageOf } from '../../db/pool.ts';
 import { DomainError, type ErrorCode } from '../../src/errors.ts';
+import { temporalOutageOf } from '../temporal.ts';
 import type { ErrorResponse, HttpValidationError } from '../schemas/common.ts';
 
 /**
@@ -15,9 +19,14 @@ export const statusByCode: Record<ErrorCode, number> = {
   CONFLICT: 409,
   RATE_LIMITED: 429,
   SERVICE_UNAVAILABLE: 503,
+  INVALID_HEADER: 422,
+  DEPENDENCY_TIMEOUT: 503,
+  DEPENDENCY_UNAVAILABLE: 503,
   UNAUTHENTICATED: 401,
   FORBIDDEN: 403,
   INVALID_CREDENTIALS: 401,
+  LOGIN_THROTTLED: 429,
+  FEATURE_NOT_ENABLED: 403,
   INVALID_AMOUNT: 422,
   UNSUPPORTED_CURRENCY: 422,
   INSUFFICIENT_FUNDS: 409,
@@ -40,6 +49,7 @@ export const statusByCode: Record<ErrorCode, number> = {
   DOUBLE_SPEND_DETECTED: 409,
   SIGNATURE_INVALID: 422,
   AUTHORIZATION_STALE: 422,
+  AUTHORIZATION_REPLAYED: 409,
   RISK_FLAG_NOT_FOUND: 404,
   PLC_ALREADY_REDEEMED: 409,
   PLC_NOT_REDEEMABLE: 409,
@@ -49,7 +59,52 @@ export const statusByCode: Record<ErrorCode, number> = {
   GATEWAY_REFUSED: 502,
   WEBHOOK_UNAUTHORIZED: 401,
   CHARGE_NOT_FOUND: 404,
+  WEBHOOK_NOT_FOUND: 404,
+  WEBHOOK_COOLDOWN: 429,
+  GATEWAY_ERROR: 502,
+  GATEWAY_TIMEOUT: 504,
+  PIN_NOT_REGISTERED: 404,
+  PIN_ALREADY_REGISTERED: 409,
+  PIN_INCORRECT: 403,
+  // RFC 4918's Locked: the PIN exists and may be right, but no attempt is evaluated until the lock ends.
+  PIN_LOCKED: 423,
+  // The spec (Errors 1): no simulated success when this deployment cannot send e-mail.
+  PIN_RESET_EMAIL_UNAVAILABLE: 501,
+  PIN_RESET_TOKEN_INVALID: 422,
+  KEY_BACKUP_NOT_FOUND: 404,
+  KEY_BACKUP_SIGNATURE_REQUIRED: 409,
+  KEY_BACKUP_DEVICES_EXCEEDED: 409,
+  REDEMPTION_NOT_FOUND: 404,
+  REDEMPTION_ALREADY_SETTLED: 409,
+  REDEMPTION_FAILED_FINAL: 409,
+  REDEMPTION_NOT_STALLED: 409,
+  RETRY_NOT_SUPPORTED: 409,
 };
+
+/**
+ * Answers of the framework around the routes, not domain refusals: each has one code and one
+ * status, sent as ErrorResponse. `api/plugins/documented-responses.ts` lists each on every route
+ * it can reach, from this table.
+ */
+export const frameworkStatusByCode = {
+  /** A path parameter that is not valid percent-encoded UTF-8 (the router cannot decode it). */
+  MALFORMED_URL: 400,
+  /** The body is over the app's body limit. */
+  PAYLOAD_TOO_LARGE: 413,
+  /** A path parameter over the router's maximum length. */
+  URI_TOO_LONG: 414,
+  /** A body that is not `application/json`. */
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  /** Anything unexpected: the body carries the request id, the log has the rest. */
+  INTERNAL: 500,
+  /** Before any route, on the connection: HTTP the server cannot parse. */
+  MALFORMED_REQUEST: 400,
+  /** Before any route: the request did not arrive within the server's request timeout. */
+  REQUEST_TIMEOUT: 408,
+  /** Before any route: the request line and headers over the server's limit (16 KiB). */
+  HEADERS_TOO_LARGE: 431,
+} as const;
+export type FrameworkErrorCode = keyof typeof frameworkStatusByCode;
 
 type Location = 'body' | 'query' | 'path' | 'header';
 
@@ -93,26 +148,90 @@ export function validationBody(context: string | undefined, issues: readonly Zod
   };
 }
 
+/**
+ * A failure that says a dependency did not answer in time or could not be reached, as the
+ * domain error it is answered with (503, Retry-After); null for any other failure.
+ */
+export function dependencyFailure(error: unknown, retryAfterS: number): DomainError | null {
+  const database = databaseOutageOf(error);
+  const temporal = database === null ? temporalOutageOf(error) : null;
+  const outage = database ?? temporal;
+  if (outage === null) return null;
+  const dependency = database !== null ? 'postgres' : 'temporal';
+  const name = dependency === 'postgres' ? 'PostgreSQL' : 'Temporal';
+  return outage === 'timeout'
+    ? new DomainError('DEPENDENCY_TIMEOUT', `${name} did not answer in time; retry after ${retryAfterS} s`, { dependency, retry_after_s: retryAfterS })
+    : new DomainError('DEPENDENCY_UNAVAILABLE', `${name} cannot be reached; retry after ${retryAfterS} s`, { dependency, retry_after_s: retryAfterS });
+}
+
 function sendError(reply: FastifyReply, status: number, body: ErrorResponse): FastifyReply {
   return reply.code(status).type('application/json').send(body);
 }
 
+/**
+ * Fastify's `clientErrorHandler`: what the HTTP server refuses on the connection, before there is
+ * a request (Fastify's default writes another body shape). Answered as ErrorResponse too; the
+ * connection is closed after it.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const code: FrameworkErrorCode =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : error.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : 'MALFORMED_REQUEST';
+  const status = frameworkStatusByCode[code];
+  const messages = {
+    MALFORMED_REQUEST: 'the request is not valid HTTP',
+    REQUEST_TIMEOUT: 'the request did not arrive in time',
+    HEADERS_TOO_LARGE: 'the request line and headers are too large',
+  } as const;
+  const body = JSON.stringify({ code, message: messages[code as keyof typeof messages] } satisfies ErrorResponse);
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(error);
+}
+
+/**
+ * Fastify's `frameworkErrors`: what the router refuses before any route is chosen (a path
+ * parameter it cannot decode or that is too long), answered as ErrorResponse like everything else.
+ */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      return sendError(reply, frameworkStatusByCode.MALFORMED_URL, {
+        code: 'MALFORMED_URL',
+        message: 'a path parameter is not valid percent-encoded UTF-8',
+      });
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return sendError(reply, frameworkStatusByCode.URI_TOO_LONG, { code: 'URI_TOO_LONG', message: 'a path parameter is too long' });
+    default:
+      request.log.error({ err: error }, 'router error');
+      return sendError(reply, frameworkStatusByCode.INTERNAL, { code: 'INTERNAL', message: 'internal error', request_id: request.id });
+  }
+}
+
 export const errorsPlugin = fp(
   async (app: FastifyInstance) => {
-    app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    app.setErrorHandler((thrown: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const outage = thrown instanceof DomainError ? null : dependencyFailure(thrown, app.deps.config.DEPENDENCY_RETRY_AFTER_SECONDS);
+      if (outage !== null) {
+        // One line per request, without a stack: during an outage every request says the same.
+        request.log.warn({ dependency: outage.details?.dependency, code: outage.code, cause: thrown.message }, 'dependency outage answered 503');
+      }
+      const error = outage ?? thrown;
       if (error instanceof DomainError) {
         const status = statusByCode[error.code];
-        if (status >= 500) request.log.error({ err: error }, 'domain error answered as 5xx');
+        if (status >= 500 && outage === null) request.log.error({ err: error }, 'domain error answered as 5xx');
         if (status === 422) {
           // Input the schema could not judge alone (decimals of a currency, a reused idempotency
-          // key): the same HTTPValidationError shape as every other 422, the code as its type.
-          const field = typeof error.details?.field === 'string' ? [error.details.field] : [];
+          // key): the same HTTPValidationError shape as every other 422, the code as its type, the
+          // field as path segments like a schema's (`authorization.signature` -> [..., "authorization", "signature"]).
+          const field = typeof error.details?.field === 'string' ? error.details.field.split('.').filter((segment) => segment !== '') : [];
           const where = typeof error.details?.location === 'string' ? error.details.location : 'body';
           // A protocol rejection carries its stable reason code (docs/protocol.md) as the type.
           const type = typeof error.details?.reason === 'string' ? `${error.code}.${error.details.reason}` : error.code;
           return reply.code(422).send({ detail: [{ loc: [where, ...field], msg: error.message, type }] });
         }
-        if (error.code === 'RATE_LIMITED' && typeof error.details?.retry_after_s === 'number') {
+        if ((status === 429 || status === 503 || error.code === 'PIN_LOCKED') && typeof error.details?.retry_after_s === 'number') {
           void reply.header('retry-after', String(error.details.retry_after_s));
         }
         return sendError(reply, status, {
@@ -153,6 +272,19 @@ export const errorsPlugin = fp(
       }
       request.log.error({ err: error }, 'unhandled error');
       return sendError(reply, 500, { code: 'INTERNAL', message: 'internal error', request_id: request.id });
+    });
+
+    // While the app closes, a request still arriving on an open connection is refused with the
+    // same body as every other 503 (Fastify's own closing answer has another shape), so the
+    // client retries elsewhere; the requests already running finish.
+    let closing = false;
+    app.addHook('preClose', async () => {
+      closing = true;
+    });
+    app.addHook('onRequest', async (_request, reply) => {
+      if (!closing) return;
+      void reply.header('connection', 'close');
+      throw new DomainError('SERVICE_UNAVAILABLE', 'the server is shutting down; retry the request', { retry_after_s: 1 });
     });
 
     app.setNotFoundHandler((request, reply) =>

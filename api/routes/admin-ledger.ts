@@ -13,6 +13,7 @@ import {
   setAccountStatus,
   type AccountWithBalancesRow,
 } from '../../db/ledger.ts';
+import { examplePubkeys } from '../schemas/examples.ts';
 import { DomainError } from '../../src/errors.ts';
 import { buckets, txTypes } from '../../src/ledger/money-model.ts';
 import { currencies, type Currency } from '../../src/money/currency.ts';
@@ -71,8 +72,11 @@ export async function adminLedgerRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: ledger'],
         summary: 'Ledger transactions, newest first, filtered by tx_type and reference_type',
+        description:
+          'Every ledger transaction with its entries, newest first, a page at a time, optionally only one transaction type (DEPOSIT, PLC_ISSUED, REDEEM_SETTLED, ...) or one reference type (admin_deposit, plc, redemption, charge, reconciliation).',
         security,
         querystring: pageQuery.extend({ tx_type: z.enum(txTypes).optional(), reference_type: z.string().max(64).optional() }),
+        requestExample: { querystring: { tx_type: 'DEPOSIT', reference_type: 'admin_deposit', limit: 50, offset: 0 } },
         response: { 200: z.array(transactionItem), ...adminErrors },
       },
     },
@@ -89,6 +93,8 @@ export async function adminLedgerRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: ledger'],
         summary: 'All accounts (system and user) with their balance snapshots',
+        description:
+          "Every ledger account, the system's (`system:world`) included, with its status and its balance snapshot per bucket and currency, a page at a time.",
         security,
         querystring: pageQuery,
         response: { 200: z.array(accountItem), ...adminErrors },
@@ -103,6 +109,8 @@ export async function adminLedgerRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: ledger'],
         summary: 'Ledger KPIs: totals per bucket and currency, transaction counts, the invariant check',
+        description:
+          'Totals per currency and bucket (users and system apart), transaction counts by type, account counts, and the result of every ledger invariant check (balanced transactions, snapshots equal to the sum of entries, no negative bucket where none is allowed); `invariants.ok` false lists up to 100 violations.',
         security,
         response: { 200: ledgerStatsResponse, ...adminErrors },
       },
@@ -135,6 +143,7 @@ export async function adminLedgerRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: accounts'],
         summary: 'User accounts with their balances',
+        description: 'The user accounts (not the system one) with their status and balances per bucket and currency, a page at a time.',
         security,
         querystring: pageQuery,
         response: { 200: z.array(accountItem), ...adminErrors },
@@ -149,8 +158,10 @@ export async function adminLedgerRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: accounts'],
         summary: "An owner's balances in every currency, latest transactions and promises",
+        description: "One owner's account: its id and status, its balances in every currency, and its 50 latest ledger transactions; 404 `ACCOUNT_NOT_FOUND` when the owner has no account.",
         security,
         params: z.object({ owner_id: ownerIdSchema }),
+        requestExample: { params: { owner_id: examplePubkeys.alice } },
         response: {
           200: z
             .object({
@@ -195,8 +206,13 @@ export async function adminLedgerRoutes(app: FastifyInstance): Promise<void> {
         schema: {
           tags: ['admin: accounts'],
           summary: action === 'freeze' ? 'Freeze an account: it can receive but not spend' : 'Unfreeze an account',
+          description:
+            action === 'freeze'
+              ? 'Sets a user account FROZEN: the ledger then refuses any posting that takes money out of it (409 `ACCOUNT_FROZEN` on PLC create, for example) while credits still arrive. Idempotent; 404 `ACCOUNT_NOT_FOUND` for an unknown id or the system account.'
+              : 'Sets a user account back to ACTIVE. Idempotent; 404 `ACCOUNT_NOT_FOUND` for an unknown id or the system account.',
           security,
           params: z.object({ account_id: z.string().uuid() }),
+          requestExample: { params: { account_id: '0f8e2b7a-3c1d-4e5f-9a6b-7c8d9e0f1a2b' } },
           response: { 200: accountStatusResponse, 404: errorResponse, ...adminErrors },
         },
       },

@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { exampleTokenId } from '../schemas/examples.ts';
 import { listTransactions } from '../../db/ledger.ts';
 import { getPlc, listPlcs, listTransfers } from '../../db/plcs.ts';
+import { listRedemptions } from '../../db/redemptions.ts';
 import { listRiskFlags, resolveRiskFlag, riskFlagTypes, riskSeverities, type RiskFlagRow } from '../../db/risk-flags.ts';
 import { DomainError } from '../../src/errors.ts';
 import { bytesToHex, generateKeyPair } from '../../src/protocol/index.ts';
@@ -12,8 +14,11 @@ import { businessStatusKey, referenceIdKey } from '../../workflows/search-attrib
 import { toChainEntry, toPlcJson, toPlcStatus } from '../plc-views.ts';
 import { adminErrors, booleanQuery, errorResponse, pageQuery } from '../schemas/common.ts';
 import { toTransactionItem, transactionItem } from '../schemas/ledger.ts';
-import { chainEntry, plcStatusResponse, plcStatusSchema, tokenIdParam } from '../schemas/plc.ts';
+import { chainEntry, plcStatusResponse, plcStatusSchema, pubkeySchema, tokenIdParam } from '../schemas/plc.ts';
+import { redemptionResponse } from '../schemas/redemption.ts';
+import { toRedemptionResponse } from './redeem.ts';
 import { plcJsonSchema } from '../../src/protocol/index.ts';
+import { withTemporalDeadline } from '../temporal.ts';
 
 const riskFlagResponse = z
   .object({
@@ -57,15 +62,31 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags: ['admin: plc'],
-        summary: 'PLCs, newest first, optionally by status',
+        summary: 'PLCs, newest first, optionally by status, issuer key or bearer key',
+        description:
+          'Every registered PLC with its current status, bearer and chain length, newest first, a page at a time, optionally only one status, ' +
+          'one issuer or one current bearer (the key filters go beyond the spec: the console finds PLCs by key with them).',
         security,
-        querystring: pageQuery.extend({ status: plcStatusSchema.optional() }),
+        querystring: pageQuery.extend({
+          status: plcStatusSchema.optional(),
+          issuer_pubkey: pubkeySchema.optional().describe('only PLCs of this issuer (beyond the spec\'s status filter)'),
+          bearer_pubkey: pubkeySchema.optional().describe('only PLCs whose current bearer is this key (beyond the spec\'s status filter)'),
+        }),
+        requestExample: {
+          querystring: {
+            status: 'ISSUED',
+            issuer_pubkey: '3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29',
+            bearer_pubkey: '8f4e2d1c0b9a88776655443322110ffeeddccbbaa99887766554433221100ffe',
+            limit: 50,
+            offset: 0,
+          },
+        },
         response: { 200: z.array(plcStatusResponse), ...adminErrors },
       },
     },
     async (request) => {
-      const { status, limit, offset } = request.query;
-      return (await listPlcs(pool, { status }, { limit, offset })).map(toPlcStatus);
+      const { status, issuer_pubkey: issuerPubkey, bearer_pubkey: bearerPubkey, limit, offset } = request.query;
+      return (await listPlcs(pool, { status, issuerPubkey, bearerPubkey }, { limit, offset })).map(toPlcStatus);
     },
   );
 
@@ -75,8 +96,11 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: plc'],
         summary: 'The full PLC with its chain, its ledger transactions and its workflow id',
+        description:
+          'Everything known about one PLC: its status, the PLC JSON as registered (with its chain), each registered hop with when it was registered, the device that created it, its workflow id (`plc-<token_id>`, to find it in the Temporal UI) and its ledger transactions; 404 `PLC_NOT_FOUND`.',
         security,
         params: tokenIdParam,
+        requestExample: { params: { token_id: exampleTokenId } },
         response: {
           200: z
             .object({
@@ -86,6 +110,8 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
               device_id: z.string(),
               workflow_id: z.string(),
               transactions: z.array(transactionItem),
+              risk_flags: z.array(riskFlagResponse).describe('Flags raised about this PLC: a fork\'s evidence (both records, the signer) is in their details'),
+              redemptions: z.array(redemptionResponse).describe('Its redemptions, newest first (at most 20)'),
             })
             .meta({ id: 'AdminPLCDetailResponse' }),
           404: errorResponse,
@@ -96,7 +122,11 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const row = await getPlc(pool, request.params.token_id);
       if (row === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
-      const transfers = await listTransfers(pool, row.token_id);
+      const [transfers, flags, redemptions] = await Promise.all([
+        listTransfers(pool, row.token_id),
+        listRiskFlags(pool, { tokenId: row.token_id }, { limit: 50, offset: 0 }),
+        listRedemptions(pool, { tokenId: row.token_id }, { limit: 20, offset: 0 }),
+      ]);
       const transactions = (await listTransactions(pool, { referenceType: 'plc' }, { limit: 200, offset: 0 })).filter(
         (tx) => tx.reference_id === row.token_id,
       );
@@ -107,6 +137,8 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
         device_id: row.device_id,
         workflow_id: `plc-${row.token_id}`,
         transactions: transactions.map(toTransactionItem),
+        risk_flags: flags.map(toRiskFlag),
+        redemptions: redemptions.map(toRedemptionResponse),
       };
     },
   );
@@ -117,8 +149,11 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: risk'],
         summary: 'Risk flags, newest first',
+        description:
+          'Risk flags raised by the service (a double spend: two successors of one PLC state, with the culprit key; an expiry by the sweep), newest first, a page at a time, optionally only resolved or open ones, or one severity.',
         security,
         querystring: pageQuery.extend({ resolved: booleanQuery.optional(), severity: z.enum(riskSeverities).optional() }),
+        requestExample: { querystring: { resolved: 'false', severity: 'high', limit: 50, offset: 0 } },
         response: { 200: z.array(riskFlagResponse), ...adminErrors },
       },
     },
@@ -134,9 +169,12 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: risk'],
         summary: 'Mark a risk flag resolved (idempotent)',
+        description:
+          'Marks the flag resolved by the calling admin, with an optional note (the body may be absent); resolving a resolved flag answers it unchanged. 404 `RISK_FLAG_NOT_FOUND`.',
         security,
         params: z.object({ flag_id: z.string().uuid() }),
         body: z.strictObject({ note: z.string().max(1000).optional() }).nullish(),
+        requestExample: { params: { flag_id: '5d2c9e1a-7b3f-4a8e-b6c4-2e9f1d7a3b5c' }, body: { note: 'fork reviewed: the device was cloned, key revoked' } },
         response: { 200: riskFlagResponse, 404: errorResponse, ...adminErrors },
       },
     },
@@ -156,6 +194,8 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: plc'],
         summary: 'Expire every overdue PLC now (ledger release and a risk flag each), through the expire-tokens workflow',
+        description:
+          "Starts the sweep `expire-tokens-<run_id>`: every PLC past its expiry plus the clock tolerance is set EXPIRED, its PROMISED amount released to the issuer's AVAILABLE, and a risk flag recorded. Each PLC's own workflow expires it on its timer anyway; this is the operator's lever. 200 with the expired token ids when the sweep ends within a few seconds, else 202 with the run id to follow it in the Temporal UI.",
         security,
         response: {
           200: z.object({ run_id: z.string().uuid(), workflow_id: z.string(), status: z.enum(['COMPLETED', 'PARTIAL']), expired: z.number().int(), token_ids: z.array(z.string()) }),
@@ -181,7 +221,10 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
       const timeout = new Promise<null>((resolve) => {
         timer = setTimeout(() => resolve(null), sweepWaitMs);
       });
-      const result = await Promise.race([handle.result(), timeout]).finally(() => clearTimeout(timer));
+      // A deliberate wait longer than the request's Temporal deadline: its own deadline, past the race's end.
+      const outcome = withTemporalDeadline(temporal, Date.now() + sweepWaitMs + 1000, () => handle.result());
+      const result = await Promise.race([outcome, timeout]).finally(() => clearTimeout(timer));
+      outcome.catch(() => {});
       if (result === null) return reply.code(202).send({ run_id: runId, workflow_id: workflowId, status: 'RUNNING' as const });
       return {
         run_id: runId,
@@ -199,6 +242,8 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: plc'],
         summary: 'Generate an Ed25519 key pair for testing (never use it for real money: the private key travelled over the network)',
+        description:
+          'A fresh Ed25519 key pair as hex, for trying the protocol by hand. A wallet makes its keys on the device (`npm run wallet -- init`); a key made here is known to the server and must never hold real value.',
         security,
         response: {
           200: z.object({ public_key: z.string(), private_key: z.string(), algorithm: z.literal('Ed25519'), warning: z.string() }),

@@ -42,6 +42,8 @@ export async function adminQueueRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: monitor'],
         summary: 'The processing queues: PLC status outbox and webhook inbox backlogs, their age, what fails',
+        description:
+          'The backlog of each queue the service drains in the background: the PLC status outbox (statuses waiting to be signalled to PLC workflows) and the webhook inbox (events waiting to be processed, and DEAD ones), with the age of the oldest item, failed deliveries and the latest error. A queue whose oldest item is older than `QUEUE_LAG_ALERT_MS` is `lagging`; `ok` is false while one lags or an event is DEAD: what an alert should poll.',
         security: [{ bearer: [] }],
         response: { 200: queueStatsResponse, ...adminErrors },
       },

@@ -3,17 +3,21 @@ import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@tempor
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { examplePubkeys } from '../schemas/examples.ts';
 import { findAccount } from '../../db/ledger.ts';
 import type { Pool } from '../../db/pool.ts';
-import { createRun, markRunFailed, runDryReconciliation, type RunRow } from '../../db/reconciliation.ts';
+import { createRun, findRun, markRunFailed, readReport, runDryReconciliation, type RunRow } from '../../db/reconciliation.ts';
 import { runDryGatewayReconciliation } from '../../db/reconciliation-gateway.ts';
 import type { Config } from '../../infra/config.ts';
 import { DomainError } from '../../src/errors.ts';
 import { buckets } from '../../src/ledger/money-model.ts';
 import type { GatewayPort } from '../../src/reconciliation/gateway.ts';
+import { auditWindowStart, runDryGatewayAudit, type GatewayAuditDeps } from '../../activities/gateway-audit.ts';
+import { isGatewayError } from '../../gateway/index.ts';
 import {
   batchSizeDefault,
   gatewayBatchSizeDefault,
+  isAuditTool,
   isGatewayTool,
   itemActions,
   itemStatuses,
@@ -29,6 +33,7 @@ import { businessStatusKey, ownerIdKey, referenceIdKey } from '../../workflows/s
 import { adminErrors, booleanQuery, errorResponse } from '../schemas/common.ts';
 import { entryItem } from '../schemas/ledger.ts';
 import { amountSchema, currencySchema, money, ownerIdSchema } from '../schemas/money.ts';
+import { withTemporalDeadline } from '../temporal.ts';
 
 /**
  * Administration: the reconcile tools (interface spec, /api/v1/admin/reconcile/*). One route per
@@ -51,11 +56,11 @@ const reconcileItem = z
     status: z
       .enum(itemStatuses)
       .describe('PLANNED: a dry run would change it; FIXED; SKIPPED: left alone (see detail); FAILED: refused (see detail)'),
-    owner_id: z.string(),
-    bucket: z.enum(buckets),
+    owner_id: z.string().nullable().describe('the owner the item is about (a gateway finding names one only when it concerns one)'),
+    bucket: z.enum(buckets).nullable(),
     currency: currencySchema,
-    snapshot: amountSchema.describe('the balance snapshot when the item was found'),
-    computed: amountSchema.describe('what the ledger entries say the bucket holds'),
+    snapshot: amountSchema.nullable().describe('the balance snapshot when the item was found (null for a gateway finding)'),
+    computed: amountSchema.nullable().describe('what the ledger entries say the bucket holds (null for a gateway finding)'),
     amount: amountSchema
       .nullable()
       .describe('the amount of the posting the item is about (postings only); `entries` give the direction of every leg'),
@@ -68,6 +73,11 @@ const reconcileItem = z
       .describe('the transaction a posting compensates or completes (the failure reversed; the request a settlement finishes)'),
     entries: z.array(entryItem).nullable().describe('every leg of the posting (postings only)'),
     detail: z.string().nullable().describe('why, and for the gateway tools what the gateway said and who booked the outcome'),
+    finding: z
+      .string()
+      .nullable()
+      .describe('gateway-audit only: the mismatch (FAILED_REDEMPTION_PAID, SETTLED_REDEMPTION_UNPAID, PLC_PAID_TWICE, UNKNOWN_PAYOUT, ...)'),
+    evidence: z.record(z.string(), z.unknown()).nullable().describe("gateway-audit only: the gateway's side and ours, as read"),
   })
   .meta({ id: 'ReconcileItem' });
 
@@ -126,8 +136,8 @@ export function toReportResponse(report: ReconcileReport): z.infer<typeof reconc
       owner_id: item.ownerId,
       bucket: item.bucket,
       currency: item.currency,
-      snapshot: money(BigInt(item.snapshotMinor), item.currency),
-      computed: money(BigInt(item.computedMinor), item.currency),
+      snapshot: item.snapshotMinor === null ? null : money(BigInt(item.snapshotMinor), item.currency),
+      computed: item.computedMinor === null ? null : money(BigInt(item.computedMinor), item.currency),
       amount: item.amountMinor === null ? null : money(BigInt(item.amountMinor), item.currency),
       snapshot_after: item.snapshotAfterMinor === null ? null : money(BigInt(item.snapshotAfterMinor), item.currency),
       transaction_id: item.transactionId,
@@ -140,10 +150,19 @@ export function toReportResponse(report: ReconcileReport): z.infer<typeof reconc
           amount: money(BigInt(entry.amountMinor), entry.currency),
         })) ?? null,
       detail: item.detail,
+      finding: item.finding,
+      evidence: item.evidence,
     })),
     items_truncated: report.itemsTruncated,
   };
 }
+
+const reconcileRunResponse = reconcileReportResponse
+  .extend({
+    status: z.enum(['RUNNING', 'COMPLETED', 'FAILED']),
+    error: z.string().nullable(),
+  })
+  .meta({ id: 'ReconcileRun', description: 'A run as it stands: while RUNNING, the items recorded so far' });
 
 export type RealRunOutcome = { kind: 'report'; report: ReconcileReport } | { kind: 'running'; runId: string; workflowId: string };
 
@@ -157,9 +176,10 @@ async function resultWithin(temporal: Client, handle: WorkflowHandle<typeof reco
   const timedOut = new Promise<{ done: false }>((resolve) => {
     timer = setTimeout(() => resolve({ done: false }), waitMs);
   });
-  const result = temporal
-    .withAbortSignal(controller.signal, () => handle.result())
-    .then((report) => ({ done: true as const, report }));
+  // A deliberate wait that may outlast the request's Temporal deadline: its own, past the race's end.
+  const result = withTemporalDeadline(temporal, Date.now() + waitMs + 1000, () => temporal.withAbortSignal(controller.signal, () => handle.result())).then(
+    (report) => ({ done: true as const, report }),
+  );
   try {
     return await Promise.race([result, timedOut]);
   } finally {
@@ -203,14 +223,15 @@ export interface ReconcileRunDeps {
   pool: Pool;
   temporal: Client;
   config: Config;
-  gateway: GatewayPort;
+  gateway: GatewayPort & GatewayAuditDeps['gateway'];
 }
 
-/** What a tool works on, beyond an owner: the release tool's expiry grace. */
-export function toolParams(tool: ReconcileTool, config: Config, ownerId?: string): ReconcileParams {
+/** What a tool works on, beyond an owner: the release tool's expiry grace, the gateway audit's window. */
+export function toolParams(tool: ReconcileTool, config: Config, ownerId?: string, now: Date = new Date()): ReconcileParams {
   const params: ReconcileParams = {};
   if (ownerId !== undefined) params.ownerId = ownerId;
   if (tool === 'release-expired-promises') params.expiryGraceMs = config.CLOCK_TOLERANCE_MS;
+  if (tool === 'gateway-audit') params.since = auditWindowStart(now, config.GATEWAY_AUDIT_LOOKBACK_DAYS);
   return params;
 }
 
@@ -268,8 +289,17 @@ export async function startRealRun(
 }
 
 /** A dry run inside the request: ledger tools read the database, gateway tools the gateway and Temporal too. */
-export function runDryRun(deps: ReconcileRunDeps, tool: ReconcileTool, params: ReconcileParams, requestedBy: string): Promise<ReconcileReport> {
+export async function runDryRun(deps: ReconcileRunDeps, tool: ReconcileTool, params: ReconcileParams, requestedBy: string): Promise<ReconcileReport> {
   const runId = randomUUID();
+  if (isAuditTool(tool)) {
+    try {
+      return await runDryGatewayAudit(deps, { runId, tool, params, requestedBy, batchSize: batchSizeDefault });
+    } catch (error) {
+      // The run is recorded FAILED with the gateway's error; the caller learns it may try again.
+      if (isGatewayError(error) && error.retryable) throw new DomainError('GATEWAY_UNAVAILABLE', 'the gateway did not answer the audit; try again');
+      throw error;
+    }
+  }
   if (isGatewayTool(tool)) {
     return runDryGatewayReconciliation(deps.pool, deps.gateway, (workflowId) => isWorkflowRunning(deps.temporal, workflowId), {
       runId,
@@ -295,6 +325,27 @@ export async function adminReconcileRoutes(app: FastifyInstance, options: AdminR
   app.addHook('onRequest', app.requireAdmin());
   const security = [{ bearer: [] }];
 
+  routes.get(
+    '/runs/:run_id',
+    {
+      schema: {
+        tags: ['admin: reconcile'],
+        summary: 'A reconcile run as it stands (beyond the spec): status, counts and the items recorded so far',
+        description: 'Follows a real run that answered 202: the counts grow as its batches record items; the report is final once status is COMPLETED or FAILED.',
+        security,
+        params: z.object({ run_id: z.string().uuid() }),
+        requestExample: { params: { run_id: '4c0b2f7e-8d1a-4e3b-9f6c-5a7d8e9f0a1b' } },
+        response: { 200: reconcileRunResponse, 404: errorResponse, ...adminErrors },
+      },
+    },
+    async (request) => {
+      const run = await findRun(pool, request.params.run_id);
+      if (run === null) throw new DomainError('NOT_FOUND', 'no such reconcile run');
+      const report = await readReport(pool, run.id);
+      return { ...toReportResponse(report), status: run.status, error: run.error };
+    },
+  );
+
   for (const tool of reconcileToolNames) {
     const spec = reconcileTools[tool];
     if (!spec.adminRoute) continue;
@@ -318,7 +369,16 @@ export async function adminReconcileRoutes(app: FastifyInstance, options: AdminR
           security,
           ...(spec.ownerScoped ? { params: z.object({ owner_id: ownerIdSchema }) } : {}),
           querystring: dryRunQuery,
-          response: { 200: reconcileReportResponse, 202: reconcileAccepted, 404: errorResponse, 409: errorResponse, ...adminErrors },
+          requestExample: { querystring: { dry_run: 'true' }, ...(spec.ownerScoped ? { params: { owner_id: examplePubkeys.alice } } : {}) },
+          response: {
+            200: reconcileReportResponse,
+            202: reconcileAccepted,
+            404: errorResponse,
+            409: errorResponse,
+            // The gateway audit's dry run when the gateway does not answer (GATEWAY_UNAVAILABLE).
+            ...(spec.kind === 'audit' ? { 503: errorResponse } : {}),
+            ...adminErrors,
+          },
         },
       },
       async (request, reply) => {

@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { adminRoles, findAdminUserByUsername, recordAdminLogin } from '../../db/admin-users.ts';
-import { decoyPasswordHash, verifyPassword } from '../../infra/passwords.ts';
+import { adminRoles } from '../../db/admin-users.ts';
+import { loginThrottlePolicy } from '../../infra/config.ts';
 import { DomainError } from '../../src/errors.ts';
+import { createAdminLogin } from '../admin-login.ts';
 import { adminErrors, errorResponse, standardErrors } from '../schemas/common.ts';
 
 const loginRequest = z
@@ -33,6 +34,7 @@ const verifyResponse = z
 
 export async function authRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
+  const admins = createAdminLogin({ pool: app.deps.pool, policy: loginThrottlePolicy(app.deps.config), warn: (object, message) => app.log.warn(object, message) });
 
   routes.post(
     '/login',
@@ -40,7 +42,10 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['auth'],
         summary: 'Log in an administrator; answers a JWT valid 15 minutes',
+        description:
+          'Checks the username and password of an administrator (the first super-admin is created at start from `ADMIN_USERNAME` and `ADMIN_PASSWORD`, or `.data/admin-password` in development) and answers a bearer token (HS256 JWT, `JWT_TTL_SECONDS`, 15 minutes by default) for the admin routes: send it as `Authorization: Bearer <access_token>`. An unknown user, a disabled one and a wrong password get the same 401 `INVALID_CREDENTIALS`, in the same time. Attempts are limited per client address (429 `RATE_LIMITED`, `LOGIN_RATE_LIMIT_PER_MINUTE`) and per account: after a few failures each attempt waits longer, and many lock the account (429 `LOGIN_THROTTLED` with Retry-After; `npm run admin -- unlock <username>` lifts it).',
         body: loginRequest,
+        requestExample: { body: { username: 'admin', password: 'correct horse battery staple' } },
         response: { 200: loginResponse, 401: errorResponse, 429: errorResponse, ...standardErrors },
       },
       config: {
@@ -52,15 +57,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { username, password } = request.body;
-      const user = await findAdminUserByUsername(app.deps.pool, username);
-      // The same scrypt work whether or not the user exists: unknown user and wrong password are
-      // indistinguishable, in the answer and in its timing.
-      const passwordOk = await verifyPassword(password, user?.password_hash ?? decoyPasswordHash);
-      if (user === null || user.disabled || !passwordOk) {
-        throw new DomainError('INVALID_CREDENTIALS', 'invalid username or password');
-      }
-      await recordAdminLogin(app.deps.pool, user.id);
+      const user = await admins.login(request.body.username, request.body.password);
       const { token, expiresInS } = await app.signAdminToken(user);
       request.log.info({ admin_user_id: user.id }, 'admin login');
       return { access_token: token, token_type: 'bearer' as const, expires_in: expiresInS };
@@ -73,6 +70,8 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['auth'],
         summary: 'Check a bearer token and return its user',
+        description:
+          'Answers the user behind the bearer token (id, username, role) and when the token expires; 401 when the token is missing, malformed, expired, forged, or belongs to a user since disabled.',
         security: [{ bearer: [] }],
         response: { 200: verifyResponse, ...adminErrors },
       },

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { examplePubkeys } from '../schemas/examples.ts';
 import { findAccount, getBalances } from '../../db/ledger.ts';
 import { listPlcs } from '../../db/plcs.ts';
 import { DomainError } from '../../src/errors.ts';
@@ -47,6 +48,7 @@ export async function balanceReconcileRoutes(app: FastifyInstance, options: Bala
         security: [{ bearer: [] }],
         params: ownerParams,
         querystring: currencyQuery,
+        requestExample: { params: { owner_id: examplePubkeys.alice }, querystring: { currency: 'BRL' } },
         response: { 200: balanceResponse, 202: reconcileAccepted, 404: errorResponse, 409: errorResponse, ...adminErrors },
       },
       onRequest: app.requireAdmin(),

@@ -3,12 +3,13 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { examplePubkeys } from '../schemas/examples.ts';
 import { getCharge, getChargeByPaymentId, hasPaymentInstructions, type ChargeBillingType, type ChargeRow } from '../../db/charges.ts';
 import { isGatewayError } from '../../gateway/index.ts';
 import { DomainError } from '../../src/errors.ts';
 import { chargeWorkflow, createChargeUpdate } from '../../workflows/charge.ts';
 import { businessStatusKey, ownerIdKey } from '../../workflows/search-attributes.ts';
-import { idempotent } from '../idempotency.ts';
+import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
 import {
   boletoRedemptionResponse,
   chargePaymentStatusResponse,
@@ -91,6 +92,15 @@ function requestHash(billingType: ChargeBillingType, body: RedemptionRequest, am
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex');
 }
 
+/** The request example of both charge routes. */
+const chargeExample = {
+  owner_id: examplePubkeys.alice,
+  amount: '150.00',
+  currency: 'BRL',
+  customer: { name: 'Maria Silva', cpf_cnpj: '52998224725', email: 'maria@example.com' },
+  description: 'Wallet top-up',
+};
+
 const refusals = {
   409: errorResponse,
   429: errorResponse,
@@ -108,14 +118,7 @@ const refusals = {
 export async function chargeRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
   const { pool, temporal, config, gateway } = app.deps;
-  const rateLimit = (groupId: string) => ({
-    rateLimit: {
-      max: config.RATE_LIMIT_REDEEM_PER_MINUTE,
-      timeWindow: 60_000,
-      groupId,
-      keyGenerator: (request: FastifyRequest) => `${request.ip}|${String(request.headers['x-device-id'] ?? '-')}`,
-    },
-  });
+  const rateLimit = (groupId: string) => deviceRateLimit(groupId, config.RATE_LIMIT_REDEEM_PER_MINUTE);
   const headers = z.object({ 'idempotency-key': idempotencyKeyHeader, 'x-device-id': deviceIdSchema.optional() });
 
   async function createCharge(billingType: ChargeBillingType, request: FastifyRequest, body: RedemptionRequest, key: string): Promise<ChargeRow> {
@@ -125,7 +128,6 @@ export async function chargeRoutes(app: FastifyInstance): Promise<void> {
     const amountMinor = parseMoney(body.amount, 'BRL', { positive: true });
     const chargeId = chargeIdForKey(key);
     const ownerId = body.owner_id;
-    const deviceHeader = request.headers['x-device-id'];
     const startWorkflowOperation = new WithStartWorkflowOperation(chargeWorkflow, {
       workflowId: `charge-${chargeId}`,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
@@ -147,7 +149,7 @@ export async function chargeRoutes(app: FastifyInstance): Promise<void> {
             billingType,
             payer: { name: body.customer.name, cpfCnpj: body.customer.cpf_cnpj ?? null, email: body.customer.email ?? null },
             description: body.description ?? null,
-            deviceId: typeof deviceHeader === 'string' ? deviceHeader : null,
+            deviceId: deviceIdOf(request) ?? null,
             requestHash: requestHash(billingType, body, amountMinor),
             dueDays: config.CHARGE_DUE_DAYS,
           },
@@ -177,16 +179,16 @@ export async function chargeRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['redemption'],
         summary: 'Charge (cash-in) over Pix: answers the QR code; the owner is credited when the payment is confirmed by webhook',
+        description:
+          "Creates a charge at the payment gateway for the payer to pay by Pix and answers its QR code (payload and image). The charge workflow (`charge-<charge_id>`) books the expectation (owner PENDING), waits for the gateway's payment webhook, then credits the owner's AVAILABLE (SETTLED) or withdraws the expectation when the charge is overdue or refunded (FAILED); docs/charges.md. The Idempotency-Key is required and names the charge: a retry never creates a second one. 502 `GATEWAY_REFUSED` when the gateway refuses the charge, 503 `GATEWAY_UNAVAILABLE` when it cannot be reached (retry with the same key).",
         headers,
         body: redemptionRequest,
+        requestExample: { body: chargeExample },
         response: { 200: pixRedemptionResponse, ...refusals },
       },
-      config: rateLimit('redemption-charge'),
+      config: { ...rateLimit('redemption-charge'), idempotency: { scope: 'charge-pix' } },
     },
-    async (request, reply) =>
-      idempotent(request, reply, { pool, scope: 'charge-pix', windowMs: config.IDEMPOTENCY_WINDOW_MS }, async () =>
-        toPixRedemptionResponse(await createCharge('PIX', request, request.body, request.headers['idempotency-key'])),
-      ),
+    async (request) => toPixRedemptionResponse(await createCharge('PIX', request, request.body, request.headers['idempotency-key'])),
   );
 
   routes.post(
@@ -195,16 +197,16 @@ export async function chargeRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['redemption'],
         summary: 'Charge (cash-in) over Boleto: answers the digitable line; the owner is credited when the payment is confirmed by webhook',
+        description:
+          'The same as `POST /api/v1/redemption/pix`, paid by Boleto: answers the digitable line and bar code. A Boleto is confirmed days after it is paid; the charge stays PENDING until then, or FAILED once overdue.',
         headers,
         body: redemptionRequest,
+        requestExample: { body: chargeExample },
         response: { 200: boletoRedemptionResponse, ...refusals },
       },
-      config: rateLimit('redemption-charge'),
+      config: { ...rateLimit('redemption-charge'), idempotency: { scope: 'charge-boleto' } },
     },
-    async (request, reply) =>
-      idempotent(request, reply, { pool, scope: 'charge-boleto', windowMs: config.IDEMPOTENCY_WINDOW_MS }, async () =>
-        toBoletoRedemptionResponse(await createCharge('BOLETO', request, request.body, request.headers['idempotency-key'])),
-      ),
+    async (request) => toBoletoRedemptionResponse(await createCharge('BOLETO', request, request.body, request.headers['idempotency-key'])),
   );
 
   routes.get(
@@ -213,7 +215,10 @@ export async function chargeRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['redemption'],
         summary: "A charge by the gateway's payment id: our status and the gateway's current one",
+        description:
+          "The charge as recorded here (status, amount, due date, failure reason) and the gateway's current status of the payment, read live with a 3 s bound; when the gateway does not answer, `gateway.error` says why and the recorded status stands. 404 `CHARGE_NOT_FOUND`.",
         params: paymentIdParams,
+        requestExample: { params: { payment_id: 'pay_8f3a2c1e9b7d' } },
         response: { 200: chargePaymentStatusResponse, 404: errorResponse, 429: errorResponse, ...standardErrors },
       },
       config: rateLimit('redemption-payment'),

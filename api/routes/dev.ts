@@ -38,16 +38,40 @@ export async function devRoutes(app: FastifyInstance): Promise<void> {
   const result = z.record(z.string(), z.unknown());
   const responses = { 200: result, 404: errorResponse, 502: errorResponse, 503: errorResponse, ...standardErrors };
 
+  const paymentActions = {
+    pay: 'The payer pays the charge: the simulator sends the PAYMENT_RECEIVED (then CONFIRMED) webhooks, and the charge settles.',
+    overdue: 'The charge passes its due date unpaid: the simulator sends PAYMENT_OVERDUE, and the charge fails.',
+    refund: 'A paid charge is refunded: the simulator sends PAYMENT_REFUNDED.',
+  } as const;
+  const devNote = ' Development only (never registered in production); forwarded to the gateway simulator at `GATEWAY_BASE_URL` (docs/gateway-wire-api.md).';
   for (const action of ['pay', 'overdue', 'refund'] as const) {
     routes.post(
       `/simulate/payments/:id/${action}`,
-      { schema: { tags: ['dev'], summary: `Simulator: ${action} a charge`, params: id, response: responses } },
+      {
+        schema: {
+          tags: ['dev'],
+          summary: `Simulator: ${action} a charge`,
+          description: `${paymentActions[action]}${devNote}`,
+          params: id,
+          requestExample: { params: { id: 'pay_8f3a2c1e9b7d' } },
+          response: responses,
+        },
+      },
       async (request) => (await forward('POST', `/sim/payments/${request.params.id}/${action}`, {})) as Record<string, unknown>,
     );
   }
   routes.post(
     '/simulate/transfers/:id/complete',
-    { schema: { tags: ['dev'], summary: 'Simulator: complete a Pix payout', params: id, response: responses } },
+    {
+      schema: {
+        tags: ['dev'],
+        summary: 'Simulator: complete a Pix payout',
+        description: `The payout is done: the simulator sends TRANSFER_DONE, and the redemption settles.${devNote}`,
+        params: id,
+        requestExample: { params: { id: 'tra_4b7e9c2a1f3d' } },
+        response: responses,
+      },
+    },
     async (request) => (await forward('POST', `/sim/transfers/${request.params.id}/complete`, {})) as Record<string, unknown>,
   );
   routes.post(
@@ -56,8 +80,10 @@ export async function devRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['dev'],
         summary: 'Simulator: fail a Pix payout',
+        description: `The payout fails with the given reason: the simulator sends TRANSFER_FAILED, and the redemption is reverted (PLC back to its bearer).${devNote}`,
         params: id,
         body: z.strictObject({ reason: z.string().max(200).optional() }).nullish(),
+        requestExample: { params: { id: 'tra_4b7e9c2a1f3d' }, body: { reason: 'destination account closed' } },
         response: responses,
       },
     },
@@ -69,7 +95,9 @@ export async function devRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['dev'],
         summary: 'Simulator: inject faults (delayed, duplicated, reordered, dropped webhooks; API errors and timeouts)',
+        description: `Merges the given faults into the simulator's: webhook delay, duplicates, reordering, drop rate; API error, lost-response and timeout rates; a seed for its random decisions. The simulator refuses unknown keys or values out of range (502 here).${devNote}`,
         body: z.record(z.string(), z.unknown()),
+        requestExample: { body: { webhookDelayMs: 2000, duplicateWebhooks: 2, apiErrorRate: 0.1, seed: 42 } },
         response: responses,
       },
     },
@@ -77,7 +105,14 @@ export async function devRoutes(app: FastifyInstance): Promise<void> {
   );
   routes.delete(
     '/simulate/faults',
-    { schema: { tags: ['dev'], summary: 'Simulator: clear every fault', response: responses } },
+    {
+      schema: {
+        tags: ['dev'],
+        summary: 'Simulator: clear every fault',
+        description: `Clears every fault and restarts the simulator's random sequence from its configured seed.${devNote}`,
+        response: responses,
+      },
+    },
     async () => (await forward('DELETE', '/sim/faults')) as Record<string, unknown>,
   );
 }

@@ -2,18 +2,21 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { countAppliedMigrations, countMigrationFiles } from '../../db/migrate.ts';
+import { errorResponse } from '../schemas/common.ts';
 
-/** Resolves to the check's outcome, or to a failure once `timeoutMs` passes: never hangs. */
-async function bounded(check: () => Promise<void>, timeoutMs: number): Promise<{ ok: boolean; error?: string }> {
+/** Resolves to the check's outcome and how long it took, or to a failure once `timeoutMs` passes: never hangs. */
+async function bounded(check: () => Promise<void>, timeoutMs: number): Promise<{ ok: boolean; latency_ms: number; error?: string }> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<{ ok: boolean; error: string }>((resolve) => {
-    timer = setTimeout(() => resolve({ ok: false, error: `no answer within ${timeoutMs} ms` }), timeoutMs);
+  const started = performance.now();
+  const took = () => Math.round(performance.now() - started);
+  const timeout = new Promise<{ ok: boolean; latency_ms: number; error: string }>((resolve) => {
+    timer = setTimeout(() => resolve({ ok: false, latency_ms: took(), error: `no answer within ${timeoutMs} ms` }), timeoutMs);
   });
   try {
     return await Promise.race([
       check().then(
-        () => ({ ok: true }),
-        (error: unknown) => ({ ok: false, error: error instanceof Error ? error.message.slice(0, 200) : 'failed' }),
+        () => ({ ok: true, latency_ms: took() }),
+        (error: unknown) => ({ ok: false, latency_ms: took(), error: error instanceof Error ? error.message.slice(0, 200) : 'failed' }),
       ),
       timeout,
     ]);
@@ -22,7 +25,11 @@ async function bounded(check: () => Promise<void>, timeoutMs: number): Promise<{
   }
 }
 
-const checkResult = z.object({ ok: z.boolean(), error: z.string().optional() });
+const checkResult = z.object({
+  ok: z.boolean(),
+  latency_ms: z.number().int().optional().describe('how long the check took (at most READINESS_TIMEOUT_MS)'),
+  error: z.string().optional(),
+});
 const readiness = z
   .object({
     status: z.enum(['ready', 'not_ready']),
@@ -36,7 +43,14 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
 
   routes.get(
     '/healthz',
-    { schema: { tags: ['health'], summary: 'The process is alive', response: { 200: z.object({ status: z.literal('ok') }) } } },
+    {
+      schema: {
+        tags: ['health'],
+        summary: 'The process is alive',
+        description: 'Liveness: answers 200 as long as the process serves requests; checks nothing else (see /readyz).',
+        response: { 200: z.object({ status: z.literal('ok') }) },
+      },
+    },
     async () => ({ status: 'ok' as const }),
   );
 
@@ -45,8 +59,11 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags: ['health'],
-        summary: 'PostgreSQL and Temporal reachable, migrations applied',
-        response: { 200: readiness, 503: readiness },
+        summary: 'PostgreSQL and Temporal each reachable (checked separately, each bounded by READINESS_TIMEOUT_MS), migrations applied; 503 when any is not',
+        description:
+          'Readiness: 200 when PostgreSQL answers, every migration file is applied and the Temporal frontend answers, each check bounded by `READINESS_TIMEOUT_MS` and reported with its latency; 503 with the failing checks otherwise, and while the server shuts down. A load balancer should send traffic only while this answers 200.',
+        // Not ready (the checks), or the server shutting down (an ErrorResponse).
+        response: { 200: readiness, 503: z.union([readiness, errorResponse]) },
       },
     },
     async (_request, reply) => {

@@ -1,24 +1,27 @@
 import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { exampleCancelAuthorization, examplePlcIssued, examplePlcTransferred, examplePubkeys, exampleTokenId } from '../schemas/examples.ts';
 import { createTransferAppender, getPlc, getPlcWithChain, isUniqueViolation, listIssuerActive, listTransfers, type PendingAppend, type PlcHead, type PlcRow, type PlcWithChain } from '../../db/plcs.ts';
-import { raiseRiskFlag } from '../../db/risk-flags.ts';
-import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { DomainError } from '../../src/errors.ts';
 import { expiryDueAtMs } from '../../src/plc/lifecycle.ts';
+import { forkFindingOf } from '../../src/plc/fork-check.ts';
 import { decideRegistration } from '../../src/plc/register-transfers.ts';
+import { isAuthorizationUsed, recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
+import { checkForkAgainstRegistered, refuseFork } from '../../services/fork-check.ts';
 import {
   bytesEqual,
   bytesToHex,
+  cancelAuthorizationHash,
   cancelAuthorizationJsonSchema,
   checkFreshness,
   decodeTransportText,
   hexToBytes,
   isProtocolError,
   plcFromJson,
+  plcJsonSchema,
   verifyCancel,
-  verifyPlc,
   withSignatureVerifier,
   type Plc,
   type PlcJson,
@@ -26,9 +29,11 @@ import {
 } from '../../src/protocol/index.ts';
 import { cancelPlcUpdate, issuePlcUpdate, plcWorkflow } from '../../workflows/plc.ts';
 import { businessStatusKey, ownerIdKey, tokenIdKey } from '../../workflows/search-attributes.ts';
-import { idempotent } from '../idempotency.ts';
+import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
+import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from '../chain-intake.ts';
+import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
 import { registeredChainOf, RegisteredChains, type RegisteredChain } from '../registered-chains.ts';
-import { toChainEntry, toPlcStatus, toPlcStatusFromState } from '../plc-views.ts';
+import { toChainEntry, toPlcJson, toPlcStatus, toPlcStatusFromState } from '../plc-views.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
 import { money } from '../schemas/money.ts';
@@ -49,35 +54,13 @@ import { withDomainErrors } from '../temporal.ts';
 const modifyHeaders = z.object({ 'x-device-id': deviceIdSchema, 'idempotency-key': idempotencyKeyHeader.optional() });
 const refusals = { 404: errorResponse, 409: errorResponse, 429: errorResponse, ...standardErrors };
 
+/** The validated X-Device-ID ('-' when none was sent; the schemas of the routes that need one require it). */
 function deviceOf(request: FastifyRequest): string {
-  const header = request.headers['x-device-id'];
-  return typeof header === 'string' ? header : '-';
+  return deviceIdOf(request) ?? '-';
 }
 
 /** Rate limits keyed by client address and device id, counted in PostgreSQL (all replicas). */
-function rateLimit(groupId: string, max: number) {
-  return {
-    rateLimit: {
-      max,
-      timeWindow: 60_000,
-      groupId,
-      keyGenerator: (request: FastifyRequest) => `${request.ip}|${deviceOf(request)}`,
-    },
-  };
-}
-
-/** Verifies a PLC the way a wallet does; a refusal names the protocol's stable reason. */
-function verifyOrRefuse(plc: Plc, clockToleranceMs: number, field: string, verifiedPrefix?: VerifiedPrefix): void {
-  // Node's Ed25519 (OpenSSL) on the server, with exactly the library's answers: see infra/ed25519-node.ts.
-  const verification = verifyPlc(plc, { clockToleranceMs, verifySignature: nodeVerifyEd25519, verifiedPrefix });
-  if (!verification.ok) {
-    throw new DomainError('PLC_INVALID', `the PLC does not verify: ${verification.reason}${verification.index === null ? '' : ` at record ${verification.index}`}`, {
-      field,
-      reason: verification.reason,
-      index: verification.index,
-    });
-  }
-}
+const rateLimit = deviceRateLimit;
 
 function parsePlc(json: PlcJson | undefined, transport: string | undefined): Plc {
   try {
@@ -100,9 +83,9 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
   const registeredChains = new RegisteredChains(config.PLC_CHAIN_MEMO_MAX);
   const transferAppender = createTransferAppender(pool, { maxBatch: 64, inFlightMax: config.GROUP_COMMIT_IN_FLIGHT });
 
-  async function createPlc(request: FastifyRequest, reply: FastifyReply, plcJson: PlcJson, field: string) {
+  /** `field`: where the PLC sits in the body (`plc`, or '' when it is the body), for the `loc` of a refusal. */
+  async function createPlc(request: FastifyRequest, plcJson: PlcJson, field: string) {
     const deviceId = deviceOf(request);
-    return idempotent(request, reply, { pool, scope: 'plc-create', windowMs: config.IDEMPOTENCY_WINDOW_MS }, async () => {
       const plc = parsePlc(plcJson, undefined);
       verifyOrRefuse(plc, toleranceMs, field);
       if (plc.transferChain.length > 0) {
@@ -168,8 +151,12 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       }
       const row = await getPlc(pool, tokenId);
       if (row === null) throw new Error(`PLC ${tokenId} was issued but is not in the database`);
+      // The workflow plc-<token_id> answers every create of its token id with the PLC it issued:
+      // only the same commitment is a retry; another one under that id is refused, booking nothing.
+      if (row.commitment_hash !== bytesToHex(plc.commitmentHash)) {
+        throw new DomainError('PLC_ALREADY_EXISTS', 'another PLC is registered under this token id', { token_id: tokenId });
+      }
       return { ...toPlcStatus(row), workflow_id: workflowId, issue_transaction_id: row.issue_tx_id, created: result.created };
-    });
   }
 
   const createSchema = {
@@ -184,11 +171,14 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         ...createSchema,
         summary: 'Register an issuer-signed PLC: books AVAILABLE -> PROMISED and starts its workflow (plc-<token_id>)',
+        description:
+          "The issuer's wallet made and signed the PLC (docs/protocol.md); this registers it: the commitment and signature are verified, `created_at` must be within the clock tolerance of the server's clock, the chain must be empty, and the amount is checked against `PLC_MAX_AMOUNT_MINOR` and the daily limit. The PLC workflow (`plc-<token_id>`) books issuer AVAILABLE -> PROMISED in one transaction and answers; it then waits for the PLC's expiry. A retry of the same PLC answers `created: false` with its current state; the optional Idempotency-Key (300 s) answers a retry from the stored response. Refusals: 409 `INSUFFICIENT_FUNDS`, `ACCOUNT_FROZEN`, `PLC_ALREADY_EXISTS` (another PLC under this token id), `PLC_DAILY_LIMIT_EXCEEDED`; 422 `PLC_INVALID.<reason>`, `PLC_NOT_FRESH`, `PLC_AMOUNT_ABOVE_MAXIMUM`.",
         body: createPlcRequest,
+        requestExample: { body: { plc: examplePlcIssued } },
       },
-      config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
+      config: { ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE), idempotency: { scope: 'plc-create' } },
     },
-    async (request, reply) => createPlc(request, reply, request.body.plc, 'plc'),
+    async (request) => createPlc(request, request.body.plc, 'plc'),
   );
 
   routes.post(
@@ -197,17 +187,28 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         ...createSchema,
         summary: 'Protocol-level create: the body is the PLC JSON itself (amount, currency and the signed fields)',
+        description:
+          'The same operation as `POST /api/v1/plc/create`, in the protocol\'s shape: the body is the PLC JSON itself rather than wrapped in `{"plc": ...}`. Same checks, same answer, same Idempotency-Key scope (a key used on one form replays on the other).',
         body: createPlcRequest.shape.plc,
+        requestExample: { body: examplePlcIssued },
       },
-      config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
+      config: { ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE), idempotency: { scope: 'plc-create' } },
     },
-    async (request, reply) => createPlc(request, reply, request.body, 'body'),
+    async (request) => createPlc(request, request.body, ''),
   );
 
   routes.get(
     '/plc/:token_id/status',
     {
-      schema: { tags: ['plc'], summary: "A PLC's status", params: tokenIdParam, response: { 200: plcStatusResponse, 404: errorResponse, ...standardErrors } },
+      schema: {
+        tags: ['plc'],
+        summary: "A PLC's status",
+        description:
+          'The PLC as the server knows it: status (ISSUED, TRANSFERRED, REDEEMED, EXPIRED, CANCELLED), current bearer, chain length and head hash, and whether a redemption is in flight. A hop made offline and not yet registered (`POST /api/v1/transfer/`) is not in it. 404 `PLC_NOT_FOUND`.',
+        params: tokenIdParam,
+        requestExample: { params: { token_id: exampleTokenId } },
+        response: { 200: plcStatusResponse, 404: errorResponse, ...standardErrors },
+      },
       config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
     },
     async (request) => {
@@ -223,7 +224,10 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['plc'],
         summary: "A PLC's registered transfer chain, in order",
+        description:
+          'Every registered hop of the PLC, from the issuer to the current bearer, with its position and when it was registered; each record is the signed transfer record a device made (docs/protocol.md). 404 `PLC_NOT_FOUND`.',
         params: tokenIdParam,
+        requestExample: { params: { token_id: exampleTokenId } },
         response: { 200: z.array(chainEntry), 404: errorResponse, ...standardErrors },
       },
       config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
@@ -236,12 +240,36 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
   );
 
   routes.get(
+    '/plc/:token_id/json',
+    {
+      schema: {
+        tags: ['plc'],
+        summary: "The PLC in the protocol's JSON form (docs/protocol.md section 12) with its registered chain: what a wallet verifies and redeems",
+        description:
+          "The PLC as the server registered it: the issuer-signed commitment and every transfer record registered so far, in order, in the protocol's JSON form. It verifies (docs/protocol.md section 7) like any copy, so a wallet that lost its own copy, or a bearer about to redeem, can rebuild it and check it itself; the server's word is not needed. No admin rights. 404 `PLC_NOT_FOUND`.",
+        params: tokenIdParam,
+        requestExample: { params: { token_id: exampleTokenId } },
+        response: { 200: plcJsonSchema, 404: errorResponse, ...standardErrors },
+      },
+      config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
+    },
+    async (request) => {
+      const stored = await getPlc(pool, request.params.token_id);
+      if (stored === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
+      return toPlcJson(stored, await listTransfers(pool, stored.token_id));
+    },
+  );
+
+  routes.get(
     '/plc/issuer/:issuer_pubkey/active',
     {
       schema: {
         tags: ['plc'],
         summary: "The issuer's ISSUED and TRANSFERRED PLCs (recovery after a lost create response), newest first, at most 200",
+        description:
+          "The PLCs this key issued that are still live (ISSUED or TRANSFERRED), newest first, at most 200. A wallet whose create request committed but whose answer was lost finds its PLC here instead of creating a second one.",
         params: z.object({ issuer_pubkey: pubkeySchema }),
+        requestExample: { params: { issuer_pubkey: examplePubkeys.alice } },
         response: { 200: z.array(plcStatusResponse), ...standardErrors },
       },
       config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
@@ -255,14 +283,19 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['plc'],
         summary: 'Cancel an ISSUED PLC (issuer-signed): books PROMISED -> AVAILABLE and ends its workflow',
+        description:
+          "Only the original issuer may cancel, only a PLC still ISSUED with no hop registered, with an authorisation signed over the PLC's commitment within the clock tolerance (docs/protocol.md section 13). The PLC workflow books PROMISED -> AVAILABLE and ends. Refusals: 409 `PLC_NOT_CANCELLABLE` (transferred, redeemed, expired or cancelled already), `PLC_MISMATCH`; 422 `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`; 404 `PLC_NOT_FOUND`.",
         params: tokenIdParam,
-        headers: z.object({ 'x-device-id': deviceIdSchema }),
+        headers: modifyHeaders,
         body: z
           .strictObject({ authorization: cancelAuthorizationJsonSchema })
           .describe('CancelPLCRequest: the issuer-signed cancel authorisation (docs/protocol.md section 13)'),
+        requestExample: { params: { token_id: exampleTokenId }, body: { authorization: exampleCancelAuthorization } },
         response: { 200: cancelPlcResponse, ...refusals },
       },
-      config: rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE),
+      // The same cancel again under the same Idempotency-Key gets the stored answer (the first
+      // one's 200), not the PLC_NOT_CANCELLABLE a second cancel of a CANCELLED PLC would get.
+      config: { ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE), idempotency: { scope: 'cancel' } },
     },
     async (request) => {
       const tokenId = request.params.token_id;
@@ -291,13 +324,27 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       if (!checkFreshness(body.timestamp_ms, Date.now(), toleranceMs).ok) {
         throw new DomainError('AUTHORIZATION_STALE', `the authorisation must be signed within ${toleranceMs} ms of now`, { field: 'authorization.timestamp_ms' });
       }
+      // Each authorisation is accepted once (docs/protocol.md 9.4), whatever its Idempotency-Key.
+      const used = {
+        authorizationHash: bytesToHex(cancelAuthorizationHash(authorization)),
+        kind: 'cancel' as const,
+        signerPubkey: body.issuer_pubkey,
+        tokenId,
+        referenceId: tokenId,
+        signedAtMs: body.timestamp_ms,
+      };
+      if (await isAuthorizationUsed(pool, used.authorizationHash)) throw authorizationReplayed();
       if (row.status !== 'ISSUED' || row.chain_length > 0) {
         throw new DomainError('PLC_NOT_CANCELLABLE', `a ${row.status} PLC cannot be cancelled`, { status: row.status, chain_length: row.chain_length });
       }
+      // Claimed before the cancel runs (of two identical cancels racing, one claims it) and
+      // released if the cancel is refused: only a cancel that happened keeps its authorisation.
+      if (!(await recordAuthorization(pool, used))) throw authorizationReplayed();
       let state;
       try {
         state = await withDomainErrors(() => temporal.workflow.getHandle(`plc-${tokenId}`).executeUpdate(cancelPlcUpdate));
       } catch (error) {
+        if (error instanceof DomainError || error instanceof WorkflowNotFoundError) await releaseAuthorization(pool, used.authorizationHash, tokenId);
         if (!(error instanceof WorkflowNotFoundError)) throw error;
         // The workflow has ended (the PLC expired or was cancelled meanwhile): the database says which.
         const latest = await getPlc(pool, tokenId);
@@ -319,14 +366,16 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['plc'],
         summary: 'Register transfer hops learnt offline; the whole chain is verified; appending a known chain is idempotent',
+        description:
+          "A device that received the PLC offline (BLE, NFC, QR) registers the chain it holds, as JSON or as the QR text. The whole chain is verified (every record signed by the bearer before it, hash-linked, fresh nonces); the records the server does not know yet are appended. Registering a chain the server already has (or a prefix of it) changes nothing and answers `appended: 0`. A record that spends a state which already has another successor is a double spend: refused with 409 `DOUBLE_SPEND_DETECTED`, naming the signer, and a risk flag is raised. Other refusals: 409 `PLC_NOT_TRANSFERABLE` (redeemed, cancelled, expired, or a redemption in flight), `PLC_EXPIRED`, `PLC_MISMATCH`; 422 `PLC_INVALID.<reason>`; 404 `PLC_NOT_FOUND`. The first hop also moves the PLC workflow's status to TRANSFERRED (through the status outbox).",
         headers: modifyHeaders,
         body: transferPlcRequest,
+        requestExample: { body: { plc: examplePlcTransferred } },
         response: { 200: transferPlcResponse, ...refusals },
       },
-      config: rateLimit('transfer', config.RATE_LIMIT_TRANSFER_PER_MINUTE),
+      config: { ...rateLimit('transfer', config.RATE_LIMIT_TRANSFER_PER_MINUTE), idempotency: { scope: 'transfer' } },
     },
-    async (request, reply) =>
-      idempotent(request, reply, { pool, scope: 'transfer', windowMs: config.IDEMPOTENCY_WINDOW_MS }, async () => {
+    async (request) => {
         const plc = parsePlc(request.body.plc, request.body.transport);
         const field = request.body.plc === undefined ? 'transport' : 'plc';
         const tokenId = plc.commitment.tokenId;
@@ -343,6 +392,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
               ? null
               : decideRegistration({ status: memo.status, redemptionInFlight: false }, memo.known, plc.transferChain, memo.knownRecords);
           if (decision?.kind === 'extend') {
+            refuseRecordsFromTheFuture(plc, Date.now(), toleranceMs, field);
             const head = await appendOrLose(
               { read: { token_id: tokenId, status: memo.status, chain_length: memo.chainLength, head_hash: memo.headHash }, decision, deviceId },
               memo,
@@ -364,6 +414,10 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
           verifyOrRefuse(plc, toleranceMs, field, sameCommitment ? verifiedPrefixOf(stored) : undefined);
           if (stored === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC: it must be created first');
           if (!sameCommitment) throw new DomainError('PLC_MISMATCH', 'this PLC differs from the one registered under its token id');
+          // The fork check comes first: a fork is refused with its evidence and flagged whatever
+          // became of the PLC since (expired, redeemed, being redeemed).
+          await checkForkAgainstRegistered(pool, { tokenId, presented: plc.transferChain, route: 'transfer', deviceId }, stored.known);
+          refuseRecordsFromTheFuture(plc, Date.now(), toleranceMs, field);
           const row = stored.plc;
           if (Date.now() > expiryDueAtMs(Number(row.expires_at_ms), toleranceMs) && row.status !== 'REDEEMED') {
             throw new DomainError('PLC_EXPIRED', 'the PLC has expired', { expires_at: row.expires_at.toISOString() });
@@ -375,26 +429,9 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
                 status: row.status,
                 redemption_in_flight: row.redemption_id !== null,
               });
-            case 'fork': {
-              const flag = await raiseRiskFlag(pool, {
-                flagType: 'DOUBLE_SPEND_FORK',
-                severity: 'high',
-                subjectPubkey: decision.culpritPubkey,
-                tokenId,
-                dedupeKey: `fork:${tokenId}:${decision.known.prevHash}:${decision.presented.recordHash}`,
-                details: { prev_hash: decision.known.prevHash, position: decision.index, device_id: deviceId },
-              });
-              request.log.warn({ token_id: tokenId, culprit: decision.culpritPubkey, flag_id: flag.id }, 'double spend: fork refused');
-              throw new DomainError('DOUBLE_SPEND_DETECTED', 'this record spends a PLC state that already has another successor', {
-                token_id: tokenId,
-                signer_pubkey: decision.culpritPubkey,
-                prev_hash: decision.known.prevHash,
-                position: decision.index,
-                registered_record: recordJson(decision.known),
-                presented_record: recordJson(decision.presented),
-                risk_flag_id: flag.id,
-              });
-            }
+            case 'fork':
+              // checkForkAgainstRegistered refused it above, on the same registered chain.
+              return refuseFork(pool, forkFindingOf(tokenId, decision), { route: 'transfer', deviceId });
             case 'unrelated':
               throw new DomainError('PLC_MISMATCH', 'the presented chain does not continue the registered one', { position: decision.index });
             case 'unchanged': {
@@ -411,7 +448,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
             throw new DomainError('CONFLICT', 'the PLC kept changing while this registration was decided; send it again', { token_id: tokenId });
           }
         }
-      }),
+    },
   );
 
   /**
@@ -452,17 +489,5 @@ function verifiedPrefixOf(stored: PlcWithChain): VerifiedPrefix {
   return {
     issuerSignature: hexToBytes(stored.plc.signature, 64),
     records: stored.known.map((record) => ({ hash: hexToBytes(record.recordHash, 32), signature: hexToBytes(record.signature, 64) })),
-  };
-}
-
-function recordJson(record: { senderPubkey: string; recipientPubkey: string; timestampMs: number; nonce: string; prevHash: string; signature: string; recordHash: string }) {
-  return {
-    sender_pubkey: record.senderPubkey,
-    recipient_pubkey: record.recipientPubkey,
-    timestamp_ms: record.timestampMs,
-    nonce: record.nonce,
-    prev_hash: record.prevHash,
-    signature: record.signature,
-    hash: record.recordHash,
   };
 }

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { examplePlcPayloadBase64, examplePlcTransferred, exampleRedeemAuthorization, exampleRedemptionId, exampleTokenId } from '../schemas/examples.ts';
 import { getRedemption, listRedemptions, type RedemptionRow } from '../../db/redemptions.ts';
 import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { DomainError } from '../../src/errors.ts';
@@ -16,7 +17,7 @@ import {
   isProtocolError,
   plcFromJson,
   plcJsonSchema,
-  verifyPlc,
+  redeemAuthorizationHash,
   verifyRedeem,
   withSignatureVerifier,
   type Plc,
@@ -25,7 +26,10 @@ import {
 import { pixKeyType } from '../../src/settlement/pix-key.ts';
 import { openRedemptionUpdate, redemptionWorkflow } from '../../workflows/redemption.ts';
 import { bearerIdKey, businessStatusKey, tokenIdKey } from '../../workflows/search-attributes.ts';
-import { idempotent } from '../idempotency.ts';
+import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from '../chain-intake.ts';
+import { isAuthorizationUsed } from '../../db/used-authorizations.ts';
+import { checkForkAgainstRegistered } from '../../services/fork-check.ts';
+import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
 import { adminErrors, errorResponse, pageQuery, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
 import { money } from '../schemas/money.ts';
@@ -52,6 +56,7 @@ export function toRedemptionResponse(row: RedemptionRow) {
     gateway_status: row.gateway_status,
     failure_reason: row.failure_reason,
     workflow_id: `redemption-${row.id}`,
+    status_url: `/api/v1/redemptions/${row.id}`,
     created_at: row.created_at.toISOString(),
     finished_at: row.finished_at?.toISOString() ?? null,
   };
@@ -64,20 +69,15 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
   const { pool, temporal, config } = app.deps;
   const toleranceMs = config.CLOCK_TOLERANCE_MS;
-  const rateLimit = {
-    rateLimit: {
-      max: config.RATE_LIMIT_REDEEM_PER_MINUTE,
-      timeWindow: 60_000,
-      groupId: 'redeem',
-      keyGenerator: (request: FastifyRequest) => `${request.ip}|${String(request.headers['x-device-id'] ?? '-')}`,
-    },
-  };
+  const rateLimit = deviceRateLimit('redeem', config.RATE_LIMIT_REDEEM_PER_MINUTE);
 
-  async function redeem(request: FastifyRequest, reply: FastifyReply, plc: Plc, authorization: RedeemAuthorization, field: string) {
-    const verification = verifyPlc(plc, { clockToleranceMs: toleranceMs, verifySignature: nodeVerifyEd25519 });
-    if (!verification.ok) {
-      throw new DomainError('PLC_INVALID', `the PLC does not verify: ${verification.reason}`, { field, reason: verification.reason, index: verification.index });
-    }
+  async function redeem(request: FastifyRequest, plc: Plc, authorization: RedeemAuthorization, field: string) {
+    const deviceId = deviceIdOf(request) ?? '-';
+    verifyOrRefuse(plc, toleranceMs, field);
+    // The fork check first, as at every route that receives a chain: a fork is refused with its
+    // evidence and flagged whatever the PLC's state (being redeemed, REDEEMED, EXPIRED).
+    await checkForkAgainstRegistered(pool, { tokenId: plc.commitment.tokenId, presented: plc.transferChain, route: field === 'plc' ? 'redeem' : 'settlements', deviceId });
+    refuseRecordsFromTheFuture(plc, Date.now(), toleranceMs, field);
     if (authorization.tokenId !== plc.commitment.tokenId) throw new DomainError('PLC_MISMATCH', 'the authorisation names another PLC');
     if (authorization.settlementRail !== 'pix') {
       throw new DomainError('UNSUPPORTED_RAIL', 'payouts are made over Pix only', { field: 'authorization.settlement_rail' });
@@ -104,13 +104,17 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
         token_id: plc.commitment.tokenId,
       });
     }
+    // Each authorisation is accepted once (docs/protocol.md 9.4): a quick refusal here; the
+    // redemption's opening transaction records it and decides a race.
+    const authorizationHash = bytesToHex(redeemAuthorizationHash(authorization));
+    if (await isAuthorizationUsed(pool, authorizationHash)) throw authorizationReplayed();
     const redemptionId = randomUUID();
     const tokenId = plc.commitment.tokenId;
     const workflowId = `redemption-${redemptionId}`;
     const startWorkflowOperation = new WithStartWorkflowOperation(redemptionWorkflow, {
       workflowId,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
-      args: [{ redemptionId, tokenId, webhookWaitMs: config.REDEMPTION_WEBHOOK_WAIT_MS }],
+      args: [{ redemptionId, tokenId, webhookWaitMs: config.REDEMPTION_WEBHOOK_WAIT_MS, operatorWaitMs: config.REDEMPTION_OPERATOR_WAIT_MS }],
       workflowIdConflictPolicy: 'FAIL',
       typedSearchAttributes: [
         { key: tokenIdKey, value: tokenId },
@@ -128,8 +132,10 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
             headHash,
             destination: authorization.destination,
             destinationType,
-            deviceId: String(request.headers['x-device-id'] ?? '-'),
+            deviceId,
             feeMinor: '0',
+            authorizationHash,
+            signedAtMs: authorization.timestampMs,
             presented: plc.transferChain.map(fromTransferRecord),
             expiryGraceMs: toleranceMs,
           },
@@ -139,7 +145,6 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
     );
     const row = await getRedemption(pool, redemptionId);
     if (row === null) throw new Error(`redemption ${redemptionId} was opened but is not in the database`);
-    void reply;
     return toRedemptionResponse(row);
   }
 
@@ -162,14 +167,16 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['redemption'],
         summary: 'Redeem a PLC: the bearer is paid out over Pix; answers once the redemption is open (PENDING_PAYMENT)',
+        description:
+          "The current bearer presents the PLC with its full chain and a redeem authorisation it signed (token, chain head, rail, Pix destination, timestamp; docs/protocol.md). The chain is verified, the authorisation must be the bearer's and fresh, and the PLC must not be redeemed already through any fork of its chain. The redemption workflow (`redemption-<id>`) books the bearer's PENDING, answers with the redemption in PENDING_PAYMENT, then pays out over Pix through the gateway and settles (SETTLED, PLC REDEEMED) or reverts (FAILED) on the gateway's answer; follow it with `GET /api/v1/admin/redemptions` or in the Temporal UI. Refusals: 409 `PLC_ALREADY_REDEEMED`, `DOUBLE_SPEND_DETECTED`, `NOT_CURRENT_BEARER`, `PLC_NOT_REDEEMABLE`, `PLC_EXPIRED`; 422 `PLC_INVALID.<reason>`, `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`, `UNSUPPORTED_RAIL` (Pix only, a valid Pix key); 404 `PLC_NOT_FOUND`.",
         headers,
         body: redeemPlcRequest,
+        requestExample: { body: { plc: examplePlcTransferred, authorization: exampleRedeemAuthorization } },
         response: { 200: redemptionResponse, ...refusals },
       },
-      config: rateLimit,
+      config: { ...rateLimit, idempotency: { scope: 'redeem' } },
     },
-    async (request, reply) =>
-      idempotent(request, reply, { pool, scope: 'redeem', windowMs: config.IDEMPOTENCY_WINDOW_MS }, async () => {
+    async (request) => {
         const plc = plcFromJson(request.body.plc);
         const a = request.body.authorization;
         const authorization: RedeemAuthorization = {
@@ -181,8 +188,8 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
           bearerPublicKey: hexToBytes(a.bearer_pubkey, 32),
           signature: hexToBytes(a.signature, 64),
         };
-        return redeem(request, reply, plc, authorization, 'plc');
-      }),
+      return redeem(request, plc, authorization, 'plc');
+    },
   );
 
   routes.post(
@@ -191,14 +198,25 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['redemption'],
         summary: 'Protocol-level redemption: plc_payload is the base64 PLC JSON; bearer_signature signs the redeem message',
+        description:
+          'The same operation as `POST /api/v1/redeem/`, in the protocol\'s integrator shape: the PLC as base64 JSON, the redeem authorisation spelled out field by field (the bearer and chain head are those of the payload). Same checks, same answer, same Idempotency-Key scope.',
         headers,
         body: settlementRequest,
+        requestExample: {
+          body: {
+            plc_id: exampleTokenId,
+            plc_payload: examplePlcPayloadBase64,
+            settlement_rail: 'pix',
+            destination: { pix_key: exampleRedeemAuthorization.destination },
+            bearer_signature: exampleRedeemAuthorization.signature,
+            timestamp_ms: exampleRedeemAuthorization.timestamp_ms,
+          },
+        },
         response: { 200: redemptionResponse, ...refusals },
       },
-      config: rateLimit,
+      config: { ...rateLimit, idempotency: { scope: 'redeem' } },
     },
-    async (request, reply) =>
-      idempotent(request, reply, { pool, scope: 'redeem', windowMs: config.IDEMPOTENCY_WINDOW_MS }, async () => {
+    async (request) => {
         let json: unknown;
         try {
           json = JSON.parse(Buffer.from(request.body.plc_payload, 'base64').toString('utf8'));
@@ -216,8 +234,30 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
           bearerPublicKey: currentBearer(plc),
           signature: hexToBytes(request.body.bearer_signature, 64),
         };
-        return redeem(request, reply, plc, authorization, 'plc_payload');
-      }),
+      return redeem(request, plc, authorization, 'plc_payload');
+    },
+  );
+
+  routes.get(
+    '/redemptions/:redemption_id',
+    {
+      schema: {
+        tags: ['redemption'],
+        summary:
+          "The bearer's view of one redemption (status, amounts, the gateway's transfer id once known), without admin rights: the redemption id, a random UUID v4 only the redeem answer gives out, is the key",
+        description:
+          "What the bearer follows after `POST /api/v1/redeem/` or `POST /api/v1/settlements` (their answer's `status_url`): the redemption's status (PENDING_PAYMENT, then SETTLED, or FAILED with `failure_reason`, after which the PLC can be redeemed again with a newly signed authorisation), amount and fee, the masked destination, and the gateway's transfer id and status once the gateway has the payout. A read, counted in a rate limit of its own (the PLC routes' rate, per client address and `X-Device-ID`), so that following a redemption never uses up the bearer's redeem allowance. 404 `NOT_FOUND`: no redemption with this id.",
+        params: z.object({ redemption_id: z.string().uuid() }),
+        requestExample: { params: { redemption_id: exampleRedemptionId } },
+        response: { 200: redemptionResponse, 404: errorResponse, 429: errorResponse, ...standardErrors },
+      },
+      config: deviceRateLimit('redemption-status', config.RATE_LIMIT_PLC_PER_MINUTE),
+    },
+    async (request) => {
+      const row = await getRedemption(pool, request.params.redemption_id);
+      if (row === null) throw new DomainError('NOT_FOUND', 'no such redemption');
+      return toRedemptionResponse(row);
+    },
   );
 
   routes.get(
@@ -227,8 +267,11 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['admin: redemption'],
         summary: 'Redemptions, newest first, by status',
+        description:
+          'Every redemption, newest first, a page at a time, optionally only one status (PENDING_PAYMENT, SETTLED, FAILED): amount, bearer, masked destination, the gateway transfer and its status, the failure reason, and the workflow id.',
         security: [{ bearer: [] }],
         querystring: pageQuery.extend({ status: redemptionStatusSchema.optional() }),
+        requestExample: { querystring: { status: 'PENDING_PAYMENT', limit: 50, offset: 0 } },
         response: { 200: z.array(redemptionResponse), ...adminErrors },
       },
     },

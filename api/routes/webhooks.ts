@@ -4,8 +4,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { finishInboxEvent, storeInboxEvent, type InboxRow } from '../../db/inbox.ts';
-import { getRedemption, getRedemptionByTransfer } from '../../db/redemptions.ts';
-import { classifyGatewayWebhook, formatWireDecimal, type TransferValidationAnswer } from '../../gateway/index.ts';
+import { recordWebhookAuthRefusal } from '../../db/webhook-monitor.ts';
+import { classifyGatewayWebhook, type TransferValidationAnswer } from '../../gateway/index.ts';
+import { decideTransferValidation } from '../../activities/gateway-word.ts';
 import { settledOnArrival } from '../../activities/webhooks.ts';
 import { DomainError } from '../../src/errors.ts';
 import { webhookEventWorkflow } from '../../workflows/webhook-event.ts';
@@ -33,6 +34,17 @@ const ackResponse = z
 const validationAnswer = z
   .object({ status: z.enum(['APPROVED', 'REFUSED']), refuseReason: z.string().optional() })
   .meta({ id: 'TransferValidationAnswer' });
+/** Request examples: what the gateway sends (docs/gateway-wire-api.md). */
+const gatewayPaymentEventExample = {
+  id: 'evt_5c1e7a9b3d2f',
+  event: 'PAYMENT_RECEIVED',
+  payment: { id: 'pay_8f3a2c1e9b7d', status: 'RECEIVED', value: 150.0, externalReference: 'c3a1f0e2-5b7d-5e9a-8c4b-1d2e3f4a5b6c', billingType: 'PIX' },
+};
+const gatewayTransferEventExample = {
+  id: 'evt_9a8b7c6d5e4f',
+  event: 'TRANSFER_DONE',
+  transfer: { id: 'tra_4b7e9c2a1f3d', status: 'DONE', value: 25.0, externalReference: '7e4d2c1b-9a8f-4e6d-b5c3-2a1f0e9d8c7b', pixAddressKey: '123e4567-e89b-42d3-a456-556642440000' },
+};
 const anyJsonObject = z.record(z.string(), z.unknown()).describe('the provider payload, stored as received');
 
 /**
@@ -57,10 +69,15 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     }
   });
 
-  function requireGatewayToken(request: FastifyRequest): void {
-    if (!secretMatches(request.headers['gateway-access-token'], config.GATEWAY_WEBHOOK_TOKEN)) {
-      throw new DomainError('WEBHOOK_UNAUTHORIZED', 'missing or invalid gateway-access-token');
-    }
+  /** Refuses a delivery without the right token, counting it for /admin/webhooks/diagnostics. */
+  async function requireToken(provider: 'gateway' | 'supabase', presented: unknown, expected: string | undefined, header: string): Promise<void> {
+    if (secretMatches(presented, expected)) return;
+    await recordWebhookAuthRefusal(pool, provider).catch((error: unknown) => app.log.warn({ err: error }, 'could not count a refused webhook'));
+    throw new DomainError('WEBHOOK_UNAUTHORIZED', `missing or invalid ${header}`);
+  }
+
+  function requireGatewayToken(request: FastifyRequest): Promise<void> {
+    return requireToken('gateway', request.headers['gateway-access-token'], config.GATEWAY_WEBHOOK_TOKEN, 'gateway-access-token');
   }
 
   function eventIdOf(body: Record<string, unknown>, raw: string): string {
@@ -87,6 +104,21 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     return { received: true, event_id: eventId, duplicate };
   }
 
+  /**
+   * A transfer validation (the gateway's authorization before it pays out), decided on the
+   * gateway's own copy of the transfer (activities/gateway-word.ts): the body is only a hint.
+   */
+  async function validateTransfer(request: FastifyRequest, authenticated: boolean): Promise<TransferValidationAnswer> {
+    const classified = classifyGatewayWebhook(request.body);
+    if (classified.kind !== 'transfer_validation') return { status: 'REFUSED', refuseReason: 'not a transfer validation request' };
+    const { answer, contradiction, verified } = await decideTransferValidation({ pool, gateway }, classified.transfer, { authenticated });
+    if (!verified) request.log.warn({ transfer_id: classified.transfer.id }, "transfer validation decided on the request's copy: the gateway could not be read");
+    if (answer.status === 'REFUSED') {
+      request.log.warn({ transfer_id: classified.transfer.id, reason: answer.refuseReason, risk_flag_id: contradiction?.riskFlagId }, 'transfer validation refused');
+    }
+    return answer;
+  }
+
   async function startProcessing(row: InboxRow): Promise<void> {
     try {
       await temporal.workflow.start(webhookEventWorkflow, {
@@ -108,12 +140,15 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
         schema: {
           tags: ['webhooks'],
           summary: `Gateway payment events (${rail}): token checked, stored, acknowledged at once, processed after`,
+          description:
+            "For the payment gateway, not for clients. The header `gateway-access-token` must hold the configured webhook token (401 `WEBHOOK_UNAUTHORIZED` otherwise). The raw body is stored in the inbox, unique by the event's id (a redelivery is acknowledged with `duplicate: true` and not processed again), the request is answered at once, and a workflow (`webhook-gateway-<event_id>`) applies the event to its charge (docs/charges.md).",
           body: anyJsonObject,
+          requestExample: { body: gatewayPaymentEventExample },
           response: { 200: ackResponse, 401: errorResponse, ...standardErrors },
         },
       },
       async (request) => {
-        requireGatewayToken(request);
+        await requireGatewayToken(request);
         return ingest(request, `payment/${rail}`);
       },
     );
@@ -125,19 +160,27 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['webhooks'],
         summary:
-          'Dual flow: a body with `type` and no `event` is a synchronous authorization (answered APPROVED, no token); a body with `event` is a notification (token required, stored, processed)',
+          'Dual flow: a body with `type` and no `event` is a synchronous authorization (no token; a TRANSFER is decided on the gateway\'s own copy of the transfer, ' +
+          'any other type answered APPROVED); a body with `event` is a notification (token required, stored, checked against the gateway, processed)',
+        description:
+          "For the payment gateway, not for clients. A body with `type` and no `event` is the gateway's synchronous authorization of an operation, answered without a token and never with a 401 (a 401 would make the gateway refuse the transfer): a TRANSFER is decided as /webhooks/transfer/validate decides it, on the gateway's own copy of the transfer read with our API key (503 when the gateway cannot be read in time: it asks again); any other type is answered APPROVED. A body with `event` is a notification: the header `gateway-access-token` is required (401 otherwise), the event is stored in the inbox and processed by a workflow, as for the payment webhooks, which reads the transfer or payment back from the gateway and acts on the gateway's status; an event the gateway contradicts is stored CONTRADICTED and flagged (docs/settlement.md).",
         body: anyJsonObject,
-        response: { 200: z.union([ackResponse, validationAnswer]), 401: errorResponse, ...standardErrors },
+        requestExample: { body: gatewayTransferEventExample },
+        response: { 200: z.union([ackResponse, validationAnswer]), 401: errorResponse, 503: errorResponse, ...standardErrors },
       },
     },
     async (request) => {
       const body = request.body;
       if (!('event' in body) && 'type' in body) {
-        // Authentication 5: answering 401 here would make the gateway refuse the operation.
+        // Authentication 5: no token here, and never a 401 (it would make the gateway refuse the
+        // operation). A TRANSFER authorization is a payout leaving our account: it is decided like
+        // /webhooks/transfer/validate, on the gateway's own copy of the transfer read with our API
+        // key, so a body without the token can approve nothing the gateway does not hold for us.
+        if (body.type === 'TRANSFER') return validateTransfer(request, false);
         request.log.info({ type: String(body.type).slice(0, 50) }, 'synchronous gateway authorization approved');
         return { status: 'APPROVED' as const };
       }
-      requireGatewayToken(request);
+      await requireGatewayToken(request);
       return ingest(request, 'redemption/gateway');
     },
   );
@@ -147,32 +190,19 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags: ['webhooks'],
-        summary: 'Gateway transfer validation: APPROVED only for a payout this service created and still expects, same amount and destination',
+        summary:
+          'Gateway transfer validation: APPROVED only for a payout this service created and still expects, same amount and destination, ' +
+          "decided on the gateway's own copy of the transfer (503 when the gateway cannot be read: it asks again)",
+        description:
+          "For the payment gateway, not for clients: it asks about 5 s after a payout is created whether to carry it out. The header `gateway-access-token` is required. The decision is made on the gateway's own copy of the transfer, read with our API key: APPROVED only when the transfer is the one a PENDING_PAYMENT redemption expects, still PENDING at the gateway, with the same amount and Pix destination; anything else is REFUSED with the reason (three refusals and the gateway cancels the transfer), and a request whose transfer differs from the gateway's copy is also flagged (WEBHOOK_CONTRADICTS_GATEWAY). When the gateway cannot be read in time the request's own copy decides.",
         body: anyJsonObject,
-        response: { 200: validationAnswer, 401: errorResponse, ...standardErrors },
+        requestExample: { body: { type: 'TRANSFER', transfer: gatewayTransferEventExample.transfer } },
+        response: { 200: validationAnswer, 401: errorResponse, 503: errorResponse, ...standardErrors },
       },
     },
     async (request): Promise<TransferValidationAnswer> => {
-      requireGatewayToken(request);
-      const classified = classifyGatewayWebhook(request.body);
-      if (classified.kind !== 'transfer_validation') return { status: 'REFUSED', refuseReason: 'not a transfer validation request' };
-      const { transfer } = classified;
-      const redemption =
-        (await getRedemptionByTransfer(pool, transfer.id)) ??
-        (transfer.externalReference === null ? null : await getRedemption(pool, transfer.externalReference).catch(() => null));
-      const refuse = (reason: string): TransferValidationAnswer => {
-        request.log.warn({ transfer_id: transfer.id, reason }, 'transfer validation refused');
-        return { status: 'REFUSED', refuseReason: reason };
-      };
-      if (redemption === null) return refuse('unknown transfer');
-      if (redemption.status !== 'PENDING_PAYMENT') return refuse(`redemption is ${redemption.status}`);
-      if (redemption.gateway_transfer_id !== null && redemption.gateway_transfer_id !== transfer.id) return refuse('another transfer is expected');
-      const expectedMinor = redemption.amount_minor - redemption.fee_minor;
-      if (transfer.amountMinor !== expectedMinor) {
-        return refuse(`amount ${formatWireDecimal(transfer.amountMinor)} differs from ${formatWireDecimal(expectedMinor)}`);
-      }
-      if (transfer.pixAddressKey !== redemption.destination) return refuse('destination differs');
-      return { status: 'APPROVED' };
+      await requireGatewayToken(request);
+      return validateTransfer(request, true);
     },
   );
 
@@ -182,14 +212,15 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['webhooks'],
         summary: 'Database-event webhook: token required (x-webhook-token), stored in the inbox',
+        description:
+          'For the realtime/database provider. The header `x-webhook-token` must hold `SUPABASE_WEBHOOK_TOKEN` (401 otherwise); the event is stored in the inbox, unique by its id, and marked IGNORED: no action is tied to database events.',
         body: anyJsonObject,
+        requestExample: { body: { type: 'INSERT', table: 'plcs', record: { token_id: '6f1c2a4e-8d3b-4c7a-9e2f-5b8a1d4c3e7f' }, id: 'evt_db_0001' } },
         response: { 200: ackResponse, 401: errorResponse, ...standardErrors },
       },
     },
     async (request) => {
-      if (!secretMatches(request.headers['x-webhook-token'], config.SUPABASE_WEBHOOK_TOKEN)) {
-        throw new DomainError('WEBHOOK_UNAUTHORIZED', 'missing or invalid x-webhook-token');
-      }
+      await requireToken('supabase', request.headers['x-webhook-token'], config.SUPABASE_WEBHOOK_TOKEN, 'x-webhook-token');
       const body = request.body;
       const raw = request.rawBody ?? JSON.stringify(body);
       const eventId = eventIdOf(body, raw);
@@ -211,7 +242,10 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['redemption'],
         summary: "A Pix payout's status at the gateway (public: no user data)",
+        description:
+          "Reads the payout's status from the gateway (PENDING, DONE, FAILED with its reason); answers nothing about who was paid. 404 `NOT_FOUND` when the gateway does not know the transfer, 503 `GATEWAY_UNAVAILABLE` when it does not answer.",
         params: z.object({ transfer_id: z.string().regex(/^[A-Za-z0-9_-]{1,100}$/) }),
+        requestExample: { params: { transfer_id: 'tra_4b7e9c2a1f3d' } },
         response: {
           200: z.object({ transfer_id: z.string(), status: z.string(), fail_reason: z.string().nullable() }).meta({ id: 'TransferStatusResponse' }),
           404: errorResponse,
@@ -238,6 +272,7 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['redemption'],
         summary: 'Connectivity with the gateway',
+        description: "Calls the gateway once and answers whether it answered, how long it took and, when it failed, the adapter's error code.",
         response: { 200: z.object({ ok: z.boolean(), latency_ms: z.number(), code: z.string().optional() }).meta({ id: 'GatewayHealthResponse' }) },
       },
     },
@@ -253,6 +288,7 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['redemption'],
         summary: 'Whether the webhook token is configured (never its value)',
+        description: "Whether a webhook token is configured, and whether it is the simulator's development default (which must never reach production); the token itself is never answered.",
         response: { 200: z.object({ configured: z.boolean(), simulator_default: z.boolean() }).meta({ id: 'TokenCheckResponse' }) },
       },
     },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorCodes } from '../../src/errors.ts';
+import { frameworkStatusByCode, type FrameworkErrorCode } from '../plugins/errors.ts';
 
 /** The spec's validation error body: `{"detail":[{"loc":[...],"msg":"...","type":"..."}]}`. */
 export const validationErrorItem = z
@@ -18,7 +19,7 @@ export type HttpValidationError = z.infer<typeof httpValidationError>;
 /** Every domain refusal and every other error: a stable code, a message, optional details. */
 export const errorResponse = z
   .object({
-    code: z.enum([...errorCodes, 'INTERNAL', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'METHOD_NOT_ALLOWED']),
+    code: z.enum([...errorCodes, ...(Object.keys(frameworkStatusByCode) as FrameworkErrorCode[])]),
     message: z.string(),
     details: z.record(z.string(), z.unknown()).optional(),
     request_id: z.string().optional(),
@@ -40,13 +41,13 @@ export const adminErrors = {
 
 /** Page parameters of every bounded list: limit 1..200 (default 50), offset >= 0 (default 0). */
 export const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  limit: z.coerce.number().int().min(1).max(200).default(50).meta({ examples: [50] }),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0).meta({ examples: [0] }),
 });
 /** The monitor lists' page: limit 1..500 (default 100). */
 export const monitorPageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  limit: z.coerce.number().int().min(1).max(500).default(100).meta({ examples: [100] }),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0).meta({ examples: [0] }),
 });
 
 /** Strict boolean query flag: only `true` or `false` (and 1/0), never "yes" or "". */

@@ -72,4 +72,5 @@ export function toTransactionItem(row: TransactionItemRow): z.infer<typeof trans
 export const idempotencyKeyHeader = z
   .string()
   .regex(/^[A-Za-z0-9._:-]{8,128}$/, 'Idempotency-Key: 8 to 128 characters of A-Z a-z 0-9 . _ : -')
-  .describe('client-generated key; a retry with the same key and body books nothing twice');
+  .describe('client-generated key; a retry with the same key and body books nothing twice')
+  .meta({ examples: ['9b2f6c1e-4a7d-4e3b-8c5a-1f2e3d4c5b6a'] });

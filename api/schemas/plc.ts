@@ -5,7 +5,8 @@ import { amountSchema, currencySchema } from './money.ts';
 
 export const deviceIdSchema = z
   .string()
-  .regex(/^[A-Za-z0-9._:-]{1,128}$/, 'X-Device-ID: 1 to 128 characters of A-Z a-z 0-9 . _ : -');
+  .regex(/^[A-Za-z0-9._:-]{1,128}$/, 'X-Device-ID: 1 to 128 characters of A-Z a-z 0-9 . _ : -')
+  .meta({ examples: ['device-7f3a9c'] });
 
 export const plcStatusSchema = z.enum(plcStatuses).meta({ id: 'PLCStatus' });
 export const pubkeySchema = z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits (Ed25519 public key)');

@@ -34,6 +34,9 @@ export const redemptionResponse = z
     gateway_status: z.string().nullable(),
     failure_reason: z.string().nullable(),
     workflow_id: z.string(),
+    status_url: z
+      .string()
+      .describe("where the bearer follows this redemption without admin rights: GET /api/v1/redemptions/{redemption_id} (the redemption id is the key)"),
     created_at: z.string(),
     finished_at: z.string().nullable(),
   })

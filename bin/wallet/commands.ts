@@ -12,6 +12,7 @@ import {
   bytesToHex,
   cancelAuthorizationToJson,
   checkExpiry,
+  checkRecordClock,
   decodeTransportText,
   detectFork,
   encodeTransportText,
@@ -33,20 +34,28 @@ import {
   verifyPlc,
   createPlc,
   type Plc,
+  type PlcCurrency,
   type Verified,
 } from '../../src/protocol/index.ts';
-import { WalletError } from './errors.ts';
+import { WalletError, type ServerRefusal } from './errors.ts';
+import { qrForTerminal, qrImageFormatOf, readQrImage, writeQrImage } from './qr.ts';
 import { describeLife, holderState, renderPlc } from './format.ts';
 import { getJson, postJson, serverPaths } from './http.ts';
+import { pixKeyType } from '../../src/settlement/pix-key.ts';
 import {
+  deleteToken,
   findToken,
   forksPerTokenMax,
   initWallet,
   listTokenIds,
   loadToken,
   loadWallet,
+  redeemAttemptsMax,
   saveToken,
+  serverUrlSchema,
+  setWalletServer,
   withWalletLock,
+  type RedeemAttempt,
   type TokenFile,
   type Wallet,
 } from './store.ts';
@@ -95,11 +104,68 @@ function summary(plc: Plc, ownKeyHex: string, nowMs: number): string {
   return `${json.token_id}  ${json.amount} ${json.currency}  ${plc.transferChain.length} hop(s)  ${holderState(plc, ownKeyHex)}  ${describeLife(plc, nowMs)}`;
 }
 
+/**
+ * What this wallet knows of the server's view of a PLC: `server: registered` (a create or a
+ * `register` of its chain succeeded), `server: REFUSED (CODE)` (the server refused this wallet's
+ * create: re-issue or drop it), `server: not registered` (issued here, never accepted), or
+ * `server: unknown` (received; no registration made from this wallet). A redemption adds its state.
+ */
+function serverSummary(token: TokenFile, ownKeyHex: string): string {
+  let state: string;
+  if (token.registered_at !== null) state = 'registered';
+  else if (token.server_refusal !== undefined && token.server_refusal !== null) state = `REFUSED (${token.server_refusal.code})`;
+  else state = token.plc.issuer_pubkey === ownKeyHex ? 'not registered' : 'unknown';
+  const last = token.redeem_attempts?.at(-1);
+  const redemption = last === undefined ? '' : `  redeem: ${describeAttempt(last)}`;
+  return `server: ${state}${redemption}`;
+}
+
+function describeAttempt(attempt: RedeemAttempt): string {
+  switch (attempt.outcome) {
+    case 'accepted':
+      return `${attempt.status ?? 'accepted'} (${attempt.redemption_id ?? '?'})`;
+    case 'refused':
+      return `refused (${attempt.code ?? 'no code'})`;
+    case 'unknown':
+      return 'sent, no answer';
+    case 'not_posted':
+      return 'signed, not posted';
+  }
+}
+
+/** The server to use: --server, else the one the wallet remembers, else none. */
+function serverOf(wallet: Wallet, option: string | undefined): string | undefined {
+  return option ?? wallet.server;
+}
+
+function requireServer(wallet: Wallet, option: string | undefined, command: string): string {
+  const server = serverOf(wallet, option);
+  if (server === undefined) {
+    throw new WalletError('no_server', `${command} needs a server: pass --server URL, or remember one with "wallet config --server URL"`);
+  }
+  return server;
+}
+
+function checkServerUrl(value: string): string {
+  if (!serverUrlSchema.safeParse(value).success) throw new WalletError('usage', `--server must be an absolute http(s) URL, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** A refusal the server decided (a 4xx other than a rate limit or a request still running): asking again gets the same answer. */
+function isDefiniteRefusal(error: unknown): error is WalletError & { refusal: ServerRefusal } {
+  if (!(error instanceof WalletError) || error.refusal === undefined) return false;
+  const { status, code } = error.refusal;
+  return status >= 400 && status < 500 && status !== 429 && code !== 'IDEMPOTENCY_REQUEST_IN_PROGRESS';
+}
+
 // -------------------------------------------------------------------------------------------
 
-export function initCommand(context: CommandContext): string {
-  const wallet = initWallet(context.dir, context.nowMs());
-  return [`public_key: ${bytesToHex(wallet.keyPair.publicKey)}`, `device_id:  ${wallet.deviceId}`, `dir:        ${context.dir}`].join('\n');
+export function initCommand(context: CommandContext, options: { readonly server?: string | undefined } = {}): string {
+  const server = options.server === undefined ? undefined : checkServerUrl(options.server);
+  const wallet = initWallet(context.dir, context.nowMs(), server);
+  const lines = [`public_key: ${bytesToHex(wallet.keyPair.publicKey)}`, `device_id:  ${wallet.deviceId}`, `dir:        ${context.dir}`];
+  if (server !== undefined) lines.push(`server:     ${server}`);
+  return lines.join('\n');
 }
 
 export function showKeyCommand(context: CommandContext): string {
@@ -107,44 +173,90 @@ export function showKeyCommand(context: CommandContext): string {
   return [`public_key: ${bytesToHex(wallet.keyPair.publicKey)}`, `device_id:  ${wallet.deviceId}`].join('\n');
 }
 
+/** `config`: shows the remembered server; `--server URL` remembers one, `--forget-server` forgets it. */
+export function configCommand(context: CommandContext, options: { readonly server: string | undefined; readonly forget: boolean }): string {
+  loadWallet(context.dir);
+  if (options.server !== undefined && options.forget) throw new WalletError('usage', 'config takes --server URL or --forget-server, not both');
+  if (options.server !== undefined || options.forget) {
+    const server = options.server === undefined ? undefined : checkServerUrl(options.server);
+    withWalletLock(context.dir, () => setWalletServer(context.dir, server));
+  }
+  const wallet = loadWallet(context.dir);
+  return `server: ${wallet.server ?? '(none: online commands need --server)'}`;
+}
+
 export interface CreateOptions {
   readonly amount: string;
   readonly currency: string;
   readonly ttlHours: string;
   readonly server: string | undefined;
+  /** Keep the PLC local even though a server is remembered (publish it later). */
+  readonly offline?: boolean;
+}
+
+function checkTtlHours(value: string): number {
+  if (!/^\d{1,3}$/.test(value) || Number(value) < ttlHoursMin || Number(value) > ttlHoursMax) {
+    throw new WalletError('usage', `--ttl-hours must be a whole number from ${ttlHoursMin} to ${ttlHoursMax}`);
+  }
+  return Number(value);
 }
 
 export async function createCommand(context: CommandContext, options: CreateOptions): Promise<string> {
   const wallet = loadWallet(context.dir);
   const currency = options.currency;
   if (!isPlcCurrency(currency)) throw new WalletError('usage', `--currency must be BRL, USD or EUR, got ${JSON.stringify(currency)}`);
-  if (!/^\d{1,3}$/.test(options.ttlHours) || Number(options.ttlHours) < ttlHoursMin || Number(options.ttlHours) > ttlHoursMax) {
-    throw new WalletError('usage', `--ttl-hours must be a whole number from ${ttlHoursMin} to ${ttlHoursMax}`);
-  }
+  const ttlHours = checkTtlHours(options.ttlHours);
   const amountMinor = parseAmountInput(options.amount, currency);
+  const server = options.offline === true ? undefined : serverOf(wallet, options.server);
+  return issueAndRegister(context, wallet, { amountMinor, currency, ttlHours }, server);
+}
+
+/** Signs a new PLC, stores it, and registers it with `server` when one is given. */
+async function issueAndRegister(
+  context: CommandContext,
+  wallet: Wallet,
+  terms: { amountMinor: bigint; currency: PlcCurrency; ttlHours: number },
+  server: string | undefined,
+): Promise<string> {
   const nowMs = context.nowMs();
   const plc = withWalletLock(context.dir, () => {
-    const created = createPlc({ issuerSecretKey: wallet.keyPair.secretKey, amountMinor, currency, createdAtMs: nowMs, ttlHours: Number(options.ttlHours) });
+    const created = createPlc({ issuerSecretKey: wallet.keyPair.secretKey, amountMinor: terms.amountMinor, currency: terms.currency, createdAtMs: nowMs, ttlHours: terms.ttlHours });
     saveToken(context.dir, newTokenFile(created, nowMs));
     return created;
   });
-  const lines = [`token_id: ${plc.commitment.tokenId}`, summary(plc, bytesToHex(wallet.keyPair.publicKey), nowMs)];
-  if (options.server !== undefined) {
-    const server = options.server;
+  const tokenId = plc.commitment.tokenId;
+  const lines = [`token_id: ${tokenId}`, summary(plc, bytesToHex(wallet.keyPair.publicKey), nowMs)];
+  if (server !== undefined) {
     let answer: unknown;
     try {
       answer = await createOnServer(wallet, plc, server);
     } catch (error) {
-      context.notice(
-        `PLC ${plc.commitment.tokenId} is stored in this wallet but the server did not register it; it cannot be redeemed until it is.` +
-          ` Retry with: wallet publish --token ${plc.commitment.tokenId} --server ${server}`,
-      );
+      if (isDefiniteRefusal(error)) {
+        recordRefusal(context, tokenId, error);
+        context.notice(
+          `the server refused PLC ${tokenId} (${error.refusal.code ?? error.refusal.status}); nothing was booked and it cannot be redeemed.` +
+            ` Fix the cause, then re-issue it (wallet reissue --token ${tokenId}) or drop it (wallet drop --token ${tokenId})`,
+        );
+      } else {
+        context.notice(
+          `PLC ${tokenId} is stored in this wallet but the server did not answer; it cannot be redeemed until it is registered.` +
+            ` Retry with: wallet publish --token ${tokenId} --server ${server}`,
+        );
+      }
       throw error;
     }
-    markRegistered(context, plc.commitment.tokenId);
+    markRegistered(context, tokenId);
     lines.push(`registered with ${server}${describeStatus(answer)}`);
   }
   return lines.join('\n');
+}
+
+function recordRefusal(context: CommandContext, tokenId: string, error: WalletError & { refusal: ServerRefusal }): void {
+  withWalletLock(context.dir, () => {
+    const token = loadToken(context.dir, tokenId);
+    const refusal = { code: error.refusal.code ?? `HTTP_${error.refusal.status}`, message: error.message.slice(0, 500), at: msToIso(context.nowMs()) };
+    saveToken(context.dir, { ...token, server_refusal: refusal });
+  });
 }
 
 /** What the server answers about a PLC (create and status); only the fields the wallet shows or checks. */
@@ -188,7 +300,7 @@ async function createOnServer(wallet: Wallet, plc: Plc, server: string): Promise
 function markRegistered(context: CommandContext, tokenId: string): void {
   withWalletLock(context.dir, () => {
     const token = loadToken(context.dir, tokenId);
-    if (token.registered_at === null) saveToken(context.dir, { ...token, registered_at: msToIso(context.nowMs()) });
+    if (token.registered_at === null) saveToken(context.dir, { ...token, registered_at: msToIso(context.nowMs()), server_refusal: null });
   });
 }
 
@@ -198,8 +310,9 @@ function markRegistered(context: CommandContext, tokenId: string): void {
  * create whose answer was lost), then posts the create. The server accepts a create only while
  * created_at is within its clock tolerance (5 minutes by default) of its own clock.
  */
-export async function publishCommand(context: CommandContext, options: { readonly token: string; readonly server: string }): Promise<string> {
+export async function publishCommand(context: CommandContext, options: { readonly token: string; readonly server: string | undefined }): Promise<string> {
   const wallet = loadWallet(context.dir);
+  const server = requireServer(wallet, options.server, 'publish');
   const token = loadToken(context.dir, options.token);
   const plc = storedPlc(token);
   const verification = verified(plc, 'the stored PLC');
@@ -208,7 +321,7 @@ export async function publishCommand(context: CommandContext, options: { readonl
   }
   if (token.cancel_signed_at !== null) throw new WalletError('token_closed', `a cancel for ${options.token} was signed at ${token.cancel_signed_at}`);
   const tokenId = plc.commitment.tokenId;
-  const known = await getJson(options.server, serverPaths.status(tokenId), { deviceId: wallet.deviceId });
+  const known = await getJson(server, serverPaths.status(tokenId), { deviceId: wallet.deviceId });
   let headline: string;
   let answer: unknown;
   if (known.found) {
@@ -217,11 +330,19 @@ export async function publishCommand(context: CommandContext, options: { readonl
     if (parsed.data.commitment_hash !== bytesToHex(verification.commitmentHash)) {
       throw new WalletError('token_conflict', `the server holds another PLC under token id ${tokenId}`);
     }
-    headline = `${tokenId} was already registered with ${options.server}`;
+    headline = `${tokenId} was already registered with ${server}`;
     answer = parsed.data;
   } else {
-    answer = await createOnServer(wallet, plc, options.server);
-    headline = `published ${tokenId} to ${options.server}`;
+    try {
+      answer = await createOnServer(wallet, plc, server);
+    } catch (error) {
+      if (isDefiniteRefusal(error)) {
+        recordRefusal(context, tokenId, error);
+        context.notice(`the server refused PLC ${tokenId}: re-issue it (wallet reissue --token ${tokenId}) or drop it (wallet drop --token ${tokenId})`);
+      }
+      throw error;
+    }
+    headline = `published ${tokenId} to ${server}`;
   }
   markRegistered(context, tokenId);
   const parsed = plcStatusAnswer.safeParse(answer);
@@ -237,7 +358,7 @@ export async function publishCommand(context: CommandContext, options: { readonl
 
 export interface RegisterOptions {
   readonly token: string;
-  readonly server: string;
+  readonly server: string | undefined;
   /** Sent as X-Device-ID instead of this wallet's own device id. */
   readonly deviceId: string | undefined;
 }
@@ -254,6 +375,7 @@ const deviceIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 export async function registerCommand(context: CommandContext, options: RegisterOptions): Promise<string> {
   const wallet = loadWallet(context.dir);
+  const server = requireServer(wallet, options.server, 'register');
   const deviceId = options.deviceId ?? wallet.deviceId;
   if (!deviceIdPattern.test(deviceId)) throw new WalletError('usage', '--device-id must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
   const token = loadToken(context.dir, options.token);
@@ -264,7 +386,7 @@ export async function registerCommand(context: CommandContext, options: Register
   }
   const json = plcToJson(plc);
   const headHashHex = bytesToHex(verification.headHash);
-  const answer = await postJson(options.server, serverPaths.transfer, { plc: json }, { deviceId, idempotencyKey: registerIdempotencyKey(json.token_id, headHashHex) });
+  const answer = await postJson(server, serverPaths.transfer, { plc: json }, { deviceId, idempotencyKey: registerIdempotencyKey(json.token_id, headHashHex) });
   const parsed = transferAnswer.safeParse(answer.body);
   if (!parsed.success) throw new WalletError('server_refused', `unexpected answer from the server: ${JSON.stringify(answer.body).slice(0, 500)}`);
   const result = parsed.data;
@@ -272,9 +394,10 @@ export async function registerCommand(context: CommandContext, options: Register
   if (result.head_hash !== headHashHex) {
     context.notice(`the server knows ${result.chain_length} record(s) of this PLC; this wallet's copy has ${plc.transferChain.length}`);
   }
+  markRegistered(context, options.token);
   const ownKeyHex = bytesToHex(wallet.keyPair.publicKey);
   return [
-    `registered ${result.token_id} with ${options.server}`,
+    `registered ${result.token_id} with ${server}`,
     `status:       ${result.status}`,
     `chain_length: ${result.chain_length}`,
     `bearer:       ${result.bearer_pubkey}${result.bearer_pubkey === ownKeyHex ? ' (this wallet)' : ''}`,
@@ -293,14 +416,22 @@ export interface SendOptions {
   readonly to: string;
   readonly out: string | undefined;
   readonly format: 'text' | 'json';
+  /** Also write the QR code of the text form to this .png or .svg file. */
+  readonly image?: string | undefined;
+  /** Also draw the QR code in the terminal (stdout). */
+  readonly qr?: boolean;
 }
 
 function encodeFor(plc: Plc, format: 'text' | 'json'): string {
   return format === 'json' ? `${JSON.stringify(plcToJson(plc), null, 2)}\n` : `${encodeTransportText(plc)}\n`;
 }
 
-export function sendCommand(context: CommandContext, options: SendOptions): string {
+export async function sendCommand(context: CommandContext, options: SendOptions): Promise<string> {
   const wallet = loadWallet(context.dir);
+  if ((options.image !== undefined || options.qr === true) && options.format !== 'text') {
+    throw new WalletError('usage', 'a QR code carries the text form: --image and --qr need --format text');
+  }
+  if (options.image !== undefined) qrImageFormatOf(options.image);
   let recipientPublicKey: Uint8Array;
   try {
     recipientPublicKey = hexToBytes(options.to, 32);
@@ -341,18 +472,30 @@ export function sendCommand(context: CommandContext, options: SendOptions): stri
     return encoded;
   });
 
-  if (options.out === undefined) return output.trimEnd();
-  writeFileSync(options.out, output);
-  return `wrote ${options.out} (${options.format === 'json' ? 'JSON form' : `${output.trimEnd().length} characters, QR text form`})`;
+  const lines: string[] = [];
+  const text = output.trimEnd();
+  if (options.qr === true) lines.push(await qrForTerminal(text));
+  if (options.image !== undefined) {
+    const written = await writeQrImage(options.image, text);
+    lines.push(`wrote ${options.image} (QR code version ${written.version}, error correction L, ${written.format.toUpperCase()})`);
+  }
+  if (options.out === undefined) lines.push(text);
+  else {
+    writeFileSync(options.out, output);
+    lines.push(`wrote ${options.out} (${options.format === 'json' ? 'JSON form' : `${text.length} characters, QR text form`})`);
+  }
+  return lines.join('\n');
 }
 
 export interface ReceiveOptions {
-  readonly input: { readonly file: string } | { readonly text: string };
+  readonly input: { readonly file: string } | { readonly text: string } | { readonly image: string };
 }
 
-function readInput(options: ReceiveOptions): string {
+async function readInput(options: ReceiveOptions): Promise<string> {
   let raw: string;
-  if ('file' in options.input) {
+  if ('image' in options.input) {
+    raw = await readQrImage(options.input.image);
+  } else if ('file' in options.input) {
     try {
       raw = readFileSync(options.input.file, 'utf8');
     } catch (error) {
@@ -377,13 +520,18 @@ function decodeInput(text: string): Plc {
   throw new WalletError('invalid_input', `expected the ${transportTextPrefix} text form or the JSON form of a PLC`);
 }
 
-export function receiveCommand(context: CommandContext, options: ReceiveOptions): string {
+export async function receiveCommand(context: CommandContext, options: ReceiveOptions): Promise<string> {
   const wallet = loadWallet(context.dir);
   const ownKeyHex = bytesToHex(wallet.keyPair.publicKey);
-  const plc = decodeInput(readInput(options));
+  const plc = decodeInput(await readInput(options));
   const verification = verified(plc, 'the received PLC');
   const nowMs = context.nowMs();
   assertAlive(plc, nowMs);
+  const clock = checkRecordClock(plc.transferChain, nowMs);
+  if (!clock.ok) {
+    // The sender's clock (or this one) is wrong: the server would refuse this chain too.
+    throw new WalletError('timestamp_in_future', `${clock.detail}: check the clocks of the sending device and of this one`);
+  }
   if (bytesToHex(verification.bearerPublicKey) !== ownKeyHex) {
     throw new WalletError('not_addressed_to_this_wallet', `the last transfer goes to ${bytesToHex(verification.bearerPublicKey)}, not to this wallet`);
   }
@@ -445,7 +593,13 @@ export function showCommand(context: CommandContext, options: { readonly token: 
   const lines = [renderPlc(storedPlc(token), token.plc, bytesToHex(wallet.keyPair.publicKey), context.nowMs())];
   if (token.registered_at !== null) lines.push(`registered:   ${token.registered_at}`);
   if (token.cancel_signed_at !== null) lines.push(`cancel:       signed ${token.cancel_signed_at}`);
-  if (token.redeem_signed_at !== null) lines.push(`redeem:       signed ${token.redeem_signed_at}`);
+  if (token.server_refusal !== undefined && token.server_refusal !== null) {
+    lines.push(`server:       REFUSED ${token.server_refusal.code} at ${token.server_refusal.at} (re-issue or drop it)`);
+  }
+  for (const attempt of token.redeem_attempts ?? []) {
+    lines.push(`redeem:       signed ${attempt.signed_at} to ${attempt.rail} ${attempt.destination}: ${describeAttempt(attempt)}`);
+  }
+  if (token.redeem_signed_at !== null && (token.redeem_attempts ?? []).length === 0) lines.push(`redeem:       signed ${token.redeem_signed_at}`);
   for (const fork of token.forks) lines.push(`FORK:         ${fork.culprit_pubkey} double-spent after ${fork.prev_hash.slice(0, 12)}… (detected ${fork.detected_at})`);
   return lines.join('\n');
 }
@@ -456,7 +610,10 @@ export function listCommand(context: CommandContext): string {
   const ids = listTokenIds(context.dir);
   if (ids.length === 0) return 'no PLCs';
   const nowMs = context.nowMs();
-  const lines = ids.slice(0, listLinesMax).map((id) => summary(storedPlc(loadToken(context.dir, id)), ownKeyHex, nowMs));
+  const lines = ids.slice(0, listLinesMax).map((id) => {
+    const token = loadToken(context.dir, id);
+    return `${summary(storedPlc(token), ownKeyHex, nowMs)}  ${serverSummary(token, ownKeyHex)}`;
+  });
   if (ids.length > listLinesMax) lines.push(`… and ${ids.length - listLinesMax} more`);
   return lines.join('\n');
 }
@@ -465,6 +622,7 @@ const cancelAnswer = z.object({ status: z.string(), released_amount: z.string(),
 
 export async function cancelCommand(context: CommandContext, options: { readonly token: string; readonly server: string | undefined }): Promise<string> {
   const wallet = loadWallet(context.dir);
+  const server = serverOf(wallet, options.server);
   const body = withWalletLock(context.dir, () => {
     const token = loadToken(context.dir, options.token);
     const plc = storedPlc(token);
@@ -482,24 +640,79 @@ export async function cancelCommand(context: CommandContext, options: { readonly
     saveToken(context.dir, { ...token, cancel_signed_at: msToIso(nowMs), updated_at: msToIso(nowMs) });
     return { authorization: cancelAuthorizationToJson(authorization) };
   });
-  if (options.server !== undefined) {
+  if (server !== undefined) {
     // The server expects exactly { "authorization": <cancel JSON> } at /api/v1/plc/{token_id}/cancel.
-    const answer = await postJson(options.server, serverPaths.cancel(options.token), body, {
+    const answer = await postJson(server, serverPaths.cancel(options.token), body, {
       deviceId: wallet.deviceId,
       idempotencyKey: `cancel-${options.token}-${body.authorization.timestamp_ms}`,
     });
     const parsed = cancelAnswer.safeParse(answer.body);
-    context.notice(`cancel accepted by ${options.server}${parsed.success ? `: ${parsed.data.status}, ${parsed.data.released_amount} ${parsed.data.currency} released` : ''}`);
+    context.notice(`cancel accepted by ${server}${parsed.success ? `: ${parsed.data.status}, ${parsed.data.released_amount} ${parsed.data.currency} released` : ''}`);
   }
   return JSON.stringify(body, null, 2);
 }
 
-export async function redeemCommand(
-  context: CommandContext,
-  options: { readonly token: string; readonly pixKey: string; readonly server: string | undefined },
-): Promise<string> {
+export interface RedeemOptions {
+  readonly token: string;
+  readonly pixKey: string | undefined;
+  readonly server: string | undefined;
+}
+
+/** What the server answers a redeem and the redemption status route with; only what the wallet shows. */
+const redemptionAnswer = z.object({
+  redemption_id: z.string(),
+  status: z.string(),
+  amount: z.string(),
+  fee: z.string(),
+  currency: z.string(),
+  gateway_transfer_id: z.string().nullable(),
+  gateway_status: z.string().nullable(),
+  failure_reason: z.string().nullable(),
+});
+
+/** The rail and destination a redeem names, validated before anything is signed. */
+function destinationOf(options: RedeemOptions): { rail: 'pix'; destination: string } {
+  if (options.pixKey === undefined) throw new WalletError('usage', 'redeem needs --pix-key KEY');
+  if (pixKeyType(options.pixKey) === null) {
+    throw new WalletError(
+      'invalid_destination',
+      `--pix-key ${JSON.stringify(options.pixKey)} is not a Pix key (CPF 11 digits, CNPJ 14 digits, +55 phone, e-mail of at most 77 characters, or a random key): nothing was signed`,
+    );
+  }
+  return { rail: 'pix', destination: options.pixKey };
+}
+
+/**
+ * A redemption the server accepted and that has not failed: while one exists the wallet signs no
+ * other (the server would refuse it anyway; `status` follows the one there is).
+ */
+function openRedemption(token: TokenFile): RedeemAttempt | undefined {
+  const last = (token.redeem_attempts ?? []).at(-1);
+  return last !== undefined && last.outcome === 'accepted' && last.status !== 'FAILED' ? last : undefined;
+}
+
+function updateAttempt(context: CommandContext, tokenId: string, signedAt: string, change: Partial<RedeemAttempt>): void {
+  withWalletLock(context.dir, () => {
+    const token = loadToken(context.dir, tokenId);
+    const attempts = (token.redeem_attempts ?? []).map((attempt) =>
+      attempt.signed_at === signedAt ? { ...attempt, ...change, updated_at: msToIso(context.nowMs()) } : attempt,
+    );
+    saveToken(context.dir, { ...token, redeem_attempts: attempts });
+  });
+}
+
+/**
+ * `redeem`: the bearer signs a redeem authorisation to a destination it has checked, records it,
+ * posts it (to --server or the remembered server) and records what the server answered: the
+ * redemption's id and status, or the refusal. After a refusal, or once `status` has seen the
+ * redemption FAILED, the bearer may sign a new one (the server accepts each authorisation once and
+ * settles a PLC at most once). Without a server it only prints the signed body.
+ */
+export async function redeemCommand(context: CommandContext, options: RedeemOptions): Promise<string> {
   const wallet = loadWallet(context.dir);
-  const body = withWalletLock(context.dir, () => {
+  const { rail, destination } = destinationOf(options);
+  const server = serverOf(wallet, options.server);
+  const signed = withWalletLock(context.dir, () => {
     const token = loadToken(context.dir, options.token);
     const plc = storedPlc(token);
     const verification = verified(plc, 'the stored PLC');
@@ -509,23 +722,176 @@ export async function redeemCommand(
     if (plc.transferChain.length === 0) {
       throw new WalletError('usage', 'a PLC that was never transferred is not redeemed by its issuer: cancel it instead');
     }
-    assertOpen(token);
+    if (token.cancel_signed_at !== null) throw new WalletError('token_closed', `a cancel for ${options.token} was signed at ${token.cancel_signed_at}`);
+    const open = openRedemption(token);
+    if (open !== undefined) {
+      throw new WalletError('redemption_open', `redemption ${open.redemption_id ?? '?'} of ${options.token} is ${open.status ?? 'open'}: follow it with "wallet status --token ${options.token}"`);
+    }
     const nowMs = context.nowMs();
     assertAlive(plc, nowMs);
     const authorization = signRedeem(
-      { tokenId: plc.commitment.tokenId, headHash: verification.headHash, settlementRail: 'pix', destination: options.pixKey, timestampMs: nowMs },
+      { tokenId: plc.commitment.tokenId, headHash: verification.headHash, settlementRail: rail, destination, timestampMs: nowMs },
       wallet.keyPair.secretKey,
     );
+    const signedAt = msToIso(nowMs);
+    const attempt: RedeemAttempt = {
+      signed_at: signedAt,
+      timestamp_ms: nowMs,
+      rail,
+      destination,
+      outcome: server === undefined ? 'not_posted' : 'unknown',
+      redemption_id: null,
+      status: null,
+      code: null,
+      updated_at: signedAt,
+    };
     // Recorded first: once a redeem exists this wallet will not transfer the PLC any more.
-    saveToken(context.dir, { ...token, redeem_signed_at: msToIso(nowMs), updated_at: msToIso(nowMs) });
-    return { plc: plcToJson(plc), authorization: redeemAuthorizationToJson(authorization) };
+    saveToken(context.dir, {
+      ...token,
+      redeem_signed_at: token.redeem_signed_at ?? signedAt,
+      redeem_attempts: [...(token.redeem_attempts ?? []), attempt].slice(-redeemAttemptsMax),
+      updated_at: signedAt,
+    });
+    return { signedAt, body: { plc: plcToJson(plc), authorization: redeemAuthorizationToJson(authorization) } };
   });
-  if (options.server !== undefined) {
-    await postJson(options.server, serverPaths.redeem, body, {
+  const { body, signedAt } = signed;
+  if (server === undefined) return JSON.stringify(body, null, 2);
+  let answer;
+  try {
+    answer = await postJson(server, serverPaths.redeem, body, {
       deviceId: wallet.deviceId,
       idempotencyKey: `redeem-${options.token}-${body.authorization.timestamp_ms}`,
     });
-    context.notice(`redeem accepted by ${options.server}`);
+  } catch (error) {
+    if (isDefiniteRefusal(error)) {
+      updateAttempt(context, options.token, signedAt, { outcome: 'refused', code: error.refusal.code });
+      context.notice(`the server refused this redeem; nothing was paid. Fix the cause and run "wallet redeem" again to sign a new authorisation`);
+    }
+    throw error;
   }
-  return JSON.stringify(body, null, 2);
+  const parsed = redemptionAnswer.safeParse(answer.body);
+  if (!parsed.success) throw new WalletError('server_refused', `unexpected answer from the server: ${JSON.stringify(answer.body).slice(0, 500)}`);
+  const redemption = parsed.data;
+  updateAttempt(context, options.token, signedAt, { outcome: 'accepted', redemption_id: redemption.redemption_id, status: redemption.status });
+  return [
+    `redemption_id: ${redemption.redemption_id}`,
+    `status:        ${redemption.status}`,
+    `amount:        ${redemption.amount} ${redemption.currency} (fee ${redemption.fee})`,
+    `to:            ${rail} ${destination}`,
+    `follow it with: wallet status --token ${options.token}`,
+  ].join('\n');
+}
+
+/**
+ * `status`: what the server knows of a PLC (its status, chain and bearer) and of this wallet's
+ * latest redemption of it (through GET /api/v1/redemptions/{id}), recording the redemption's status.
+ */
+export async function statusCommand(context: CommandContext, options: { readonly token: string; readonly server: string | undefined }): Promise<string> {
+  const wallet = loadWallet(context.dir);
+  const server = requireServer(wallet, options.server, 'status');
+  const token = loadToken(context.dir, options.token);
+  const ownKeyHex = bytesToHex(wallet.keyPair.publicKey);
+  const lines: string[] = [];
+  const known = await getJson(server, serverPaths.status(options.token), { deviceId: wallet.deviceId });
+  const parsed = plcStatusAnswer.extend({ redemption_in_flight: z.boolean().optional() }).safeParse(known.body);
+  if (!known.found) lines.push(`plc:          not registered with ${server}`);
+  else if (parsed.success) {
+    const plc = parsed.data;
+    lines.push(
+      `plc:          ${plc.status}${plc.redemption_in_flight === true ? ' (redemption in flight)' : ''}`,
+      `chain_length: ${plc.chain_length} registered (this wallet holds ${token.plc.transfer_chain.length})`,
+      `bearer:       ${plc.bearer_pubkey}${plc.bearer_pubkey === ownKeyHex ? ' (this wallet)' : ''}`,
+    );
+  }
+  const attempt = [...(token.redeem_attempts ?? [])].reverse().find((candidate) => candidate.redemption_id !== null);
+  if (attempt !== undefined && attempt.redemption_id !== null) {
+    const found = await getJson(server, serverPaths.redemption(attempt.redemption_id), { deviceId: wallet.deviceId });
+    const redemption = redemptionAnswer.safeParse(found.body);
+    if (found.found && redemption.success) {
+      const r = redemption.data;
+      updateAttempt(context, options.token, attempt.signed_at, { status: r.status });
+      lines.push(
+        `redemption:   ${r.redemption_id}`,
+        `status:       ${r.status}${r.failure_reason === null ? '' : ` (${r.failure_reason})`}`,
+        `amount:       ${r.amount} ${r.currency} (fee ${r.fee})`,
+        `gateway:      ${r.gateway_transfer_id ?? 'no transfer yet'}${r.gateway_status === null ? '' : ` ${r.gateway_status}`}`,
+      );
+      if (r.status === 'FAILED') lines.push(`the payout failed: the PLC can be redeemed again ("wallet redeem --token ${options.token} ...")`);
+    } else {
+      lines.push(`redemption:   ${attempt.redemption_id} not found at ${server}`);
+    }
+  } else if ((token.redeem_attempts ?? []).length > 0) {
+    lines.push(`redeem:       ${describeAttempt(token.redeem_attempts!.at(-1)!)}`);
+  }
+  return lines.join('\n');
+}
+
+const balanceAnswer = z.object({ currency: z.string(), available: z.string(), held: z.string(), pending: z.string(), promised: z.string(), status: z.string() });
+
+/** `balance`: this wallet's account at the server (its public key is its owner id). */
+export async function balanceCommand(context: CommandContext, options: { readonly server: string | undefined; readonly currency: string | undefined }): Promise<string> {
+  const wallet = loadWallet(context.dir);
+  const server = requireServer(wallet, options.server, 'balance');
+  const currency = options.currency ?? 'BRL';
+  if (!isPlcCurrency(currency)) throw new WalletError('usage', `--currency must be BRL, USD or EUR, got ${JSON.stringify(currency)}`);
+  const path = `${serverPaths.balance(bytesToHex(wallet.keyPair.publicKey))}?currency=${currency}`;
+  const answer = await getJson(server, path, { deviceId: wallet.deviceId });
+  const parsed = balanceAnswer.safeParse(answer.body);
+  if (!answer.found || !parsed.success) return `no account at ${server} for this wallet yet (${currency} 0.00)`;
+  const b = parsed.data;
+  return [
+    `available: ${b.available} ${b.currency}`,
+    `promised:  ${b.promised} ${b.currency} (PLCs issued and not yet redeemed, cancelled or expired)`,
+    `pending:   ${b.pending} ${b.currency} (redemptions being paid out)`,
+    `held:      ${b.held} ${b.currency}`,
+    `account:   ${b.status}`,
+  ].join('\n');
+}
+
+/**
+ * A PLC this wallet issued that the server never accepted, checked before it is dropped or
+ * re-issued: issued here, never sent, no cancel or redeem, and unknown to the server (asked when a
+ * server is known; without one, only a PLC whose create the server refused qualifies).
+ */
+async function unacceptedIssue(context: CommandContext, wallet: Wallet, tokenId: string, server: string | undefined): Promise<TokenFile> {
+  const token = loadToken(context.dir, tokenId);
+  const plc = storedPlc(token);
+  if (!bytesEqual(plc.commitment.issuerPublicKey, wallet.keyPair.publicKey)) throw new WalletError('not_issuer', `this wallet did not issue ${tokenId}`);
+  if (plc.transferChain.length > 0) throw new WalletError('already_transferred', `${tokenId} was sent to another wallet: it must be registered, not dropped`);
+  if (token.cancel_signed_at !== null) throw new WalletError('token_closed', `a cancel for ${tokenId} was signed at ${token.cancel_signed_at}`);
+  if (token.registered_at !== null) throw new WalletError('already_registered', `${tokenId} is registered with a server: cancel it instead`);
+  if (server !== undefined) {
+    const known = await getJson(server, serverPaths.status(tokenId), { deviceId: wallet.deviceId });
+    if (known.found) {
+      markRegistered(context, tokenId);
+      throw new WalletError('already_registered', `${server} holds ${tokenId} (its create went through): cancel it instead`);
+    }
+  } else if (token.server_refusal === undefined || token.server_refusal === null) {
+    throw new WalletError('no_server', `whether a server holds ${tokenId} is unknown: pass --server URL (or remember one with "wallet config --server URL")`);
+  }
+  return token;
+}
+
+/** `drop`: forgets a PLC this wallet issued that no server accepted and no one else received. */
+export async function dropCommand(context: CommandContext, options: { readonly token: string; readonly server: string | undefined }): Promise<string> {
+  const wallet = loadWallet(context.dir);
+  await unacceptedIssue(context, wallet, options.token, serverOf(wallet, options.server));
+  withWalletLock(context.dir, () => deleteToken(context.dir, options.token));
+  return `dropped ${options.token}: it was never registered, so nothing was promised and nothing is booked`;
+}
+
+/**
+ * `reissue`: replaces a PLC no server accepted (funds were short, it went stale before `publish`)
+ * with a new one of the same amount, currency and life, signed now, and registers it; the old one
+ * is dropped.
+ */
+export async function reissueCommand(context: CommandContext, options: { readonly token: string; readonly server: string | undefined }): Promise<string> {
+  const wallet = loadWallet(context.dir);
+  const server = requireServer(wallet, options.server, 'reissue');
+  const token = await unacceptedIssue(context, wallet, options.token, server);
+  const old = storedPlc(token).commitment;
+  withWalletLock(context.dir, () => deleteToken(context.dir, options.token));
+  context.notice(`dropped ${options.token}; issuing its replacement`);
+  const ttlHours = Math.round((old.expiresAtMs - old.createdAtMs) / 3_600_000);
+  return issueAndRegister(context, wallet, { amountMinor: old.amountMinor, currency: old.currency as PlcCurrency, ttlHours }, server);
 }

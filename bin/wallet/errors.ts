@@ -13,6 +13,7 @@ export const walletErrorCodes = [
   'invalid_input',
   'rejected',
   'expired',
+  'timestamp_in_future',
   'not_addressed_to_this_wallet',
   'not_bearer',
   'not_issuer',
@@ -26,18 +27,34 @@ export const walletErrorCodes = [
   'token_conflict',
   'token_closed',
   'nothing_to_register',
+  'invalid_destination',
+  'redemption_open',
+  'already_registered',
+  'no_server',
   'server_unreachable',
   'server_refused',
+  'no_backup',
+  'recovery_mismatch',
 ] as const;
 
 export type WalletErrorCode = (typeof walletErrorCodes)[number];
 
+/** A refusal's details as the server answered it (status, its stable code, whether replayed). */
+export interface ServerRefusal {
+  readonly status: number;
+  /** The server's code (`INSUFFICIENT_FUNDS`, ...), or the type of a 422 (`PLC_INVALID.timestamp_in_future`). */
+  readonly code: string | null;
+  readonly replayed: boolean;
+}
+
 export class WalletError extends Error {
   readonly code: WalletErrorCode;
+  readonly refusal: ServerRefusal | undefined;
 
-  constructor(code: WalletErrorCode, message: string) {
+  constructor(code: WalletErrorCode, message: string, refusal?: ServerRefusal) {
     super(message);
     this.name = 'WalletError';
     this.code = code;
+    this.refusal = refusal;
   }
 }

@@ -59,9 +59,25 @@ export async function postJson(baseUrl: string, path: string, body: unknown, opt
     // A refusal stored under this Idempotency-Key is replayed for the server's idempotency window
     // (5 minutes by default) even if the cause has gone away meanwhile: say so.
     const replay = replayed ? ' (replayed: the answer the server stored for an earlier request with this Idempotency-Key)' : '';
-    throw new WalletError('server_refused', `POST ${url.href} answered ${response.status}${replay}: ${text.slice(0, errorBodyCharsMax)}`);
+    throw new WalletError('server_refused', `POST ${url.href} answered ${response.status}${replay}: ${text.slice(0, errorBodyCharsMax)}`, {
+      status: response.status,
+      code: refusalCode(parseBody(text)),
+      replayed,
+    });
   }
   return { status: response.status, body: parseBody(text), replayed };
+}
+
+/** The stable code of a refusal body: `code` ({code, message}), or the first `detail[].type` (a 422). */
+function refusalCode(body: unknown): string | null {
+  if (body === null || typeof body !== 'object') return null;
+  const record = body as { code?: unknown; detail?: unknown };
+  if (typeof record.code === 'string') return record.code;
+  if (Array.isArray(record.detail)) {
+    const first = record.detail[0] as { type?: unknown } | undefined;
+    if (typeof first?.type === 'string') return first.type;
+  }
+  return null;
 }
 
 /** A GET whose 404 is an answer (`found: false`), not a failure. */
@@ -70,7 +86,13 @@ export async function getJson(baseUrl: string, path: string, options: PostOption
   const response = await send('GET', url, { accept: 'application/json', 'x-device-id': options.deviceId }, undefined);
   const text = await response.text();
   if (response.status === 404) return { found: false, body: parseBody(text) };
-  if (!response.ok) throw new WalletError('server_refused', `GET ${url.href} answered ${response.status}: ${text.slice(0, errorBodyCharsMax)}`);
+  if (!response.ok) {
+    throw new WalletError('server_refused', `GET ${url.href} answered ${response.status}: ${text.slice(0, errorBodyCharsMax)}`, {
+      status: response.status,
+      code: refusalCode(parseBody(text)),
+      replayed: false,
+    });
+  }
   return { found: true, body: parseBody(text) };
 }
 
@@ -81,4 +103,9 @@ export const serverPaths = {
   cancel: (tokenId: string): string => `api/v1/plc/${tokenId}/cancel`,
   transfer: 'api/v1/transfer/',
   redeem: 'api/v1/redeem/',
+  keyBackup: 'api/v1/security/key/backup',
+  keyRecover: 'api/v1/security/key/recover',
+  keyCheck: (publicKey: string): string => `api/v1/security/key/check/${publicKey}`,
+  redemption: (redemptionId: string): string => `api/v1/redemptions/${redemptionId}`,
+  balance: (ownerId: string): string => `api/v1/balance/${ownerId}`,
 } as const;

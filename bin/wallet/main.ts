@@ -5,55 +5,94 @@
 import { parseArgs } from 'node:util';
 import { isProtocolError } from '../../src/protocol/index.ts';
 import {
+  balanceCommand,
   cancelCommand,
+  configCommand,
   createCommand,
+  dropCommand,
   initCommand,
   listCommand,
   publishCommand,
   receiveCommand,
   registerCommand,
   redeemCommand,
+  reissueCommand,
   sendCommand,
   showCommand,
   showKeyCommand,
+  statusCommand,
   type CommandContext,
 } from './commands.ts';
+import { backupCommand, recoverCommand } from './backup.ts';
+import { vectorsCommand } from './vectors.ts';
 import { WalletError } from './errors.ts';
 
 const usage = `usage: wallet [--dir DIR] <command> [options]
 
-  init                                   create this device's key pair (DIR defaults to ./.wallet)
+DIR defaults to ./.wallet. URL is the server's base URL (http://host:port); every online command
+takes --server URL, or uses the server the wallet remembers (init --server, config --server).
+
+  init [--server URL]                    create this device's key pair (and remember a server)
+  config [--server URL | --forget-server]
+                                         show, set or forget the server this wallet remembers
   show-key                               print this wallet's public key and device id
-  create --amount 12.34 --currency BRL --ttl-hours 24 [--server URL]
-                                         issue and sign a PLC (and register it with the server)
-  publish --token ID --server URL        register a PLC this wallet issued whose create --server
-                                         failed (asks the server first; never books it twice)
-  send --token ID --to PUBKEY [--out FILE] [--format text|json]
-                                         sign a transfer; print the PLC2: QR text or write FILE
-  receive (--in FILE | --text TEXT)      verify a PLC sent to this wallet and store it
-  show --token ID                        print a PLC and its chain
-  register --token ID --server URL [--device-id D]
+  create --amount 12.34 --currency BRL --ttl-hours 24 [--server URL] [--offline]
+                                         issue and sign a PLC, and register it with the server
+                                         (--offline, or no server: keep it local; publish later)
+  publish --token ID [--server URL]      register a PLC this wallet issued whose create failed or
+                                         was made offline (asks the server first; never books it twice)
+  reissue --token ID [--server URL]      replace a PLC the server never accepted (refused, or too
+                                         old to publish) by a new one of the same amount, and register it
+  drop --token ID [--server URL]         forget a PLC the server never accepted and no one received
+  send --token ID --to PUBKEY [--out FILE] [--format text|json] [--qr] [--image FILE.png|FILE.svg]
+                                         sign a transfer; print the PLC2: QR text or write FILE;
+                                         --qr draws the QR code here, --image writes it as a picture
+  receive (--in FILE | --text TEXT | --image FILE.png)
+                                         verify a PLC sent to this wallet (text, JSON or a QR code
+                                         picture) and store it
+  show --token ID                        print a PLC, its chain, and what the server answered
+  list                                   one line per PLC this wallet knows, with the server's view
+  register --token ID [--server URL] [--device-id D]
                                          post this wallet's copy of a PLC with its whole chain so
                                          the server learns the offline hops; prints its answer
-  list                                   one line per PLC this wallet knows
   cancel --token ID [--server URL]       sign (and post) the issuer's cancel of an untransferred PLC
   redeem --token ID --pix-key KEY [--server URL]
-                                         sign (and post) the bearer's redeem to a Pix key
+                                         check the key, sign (and post) the bearer's redeem; prints
+                                         the redemption's id and status (the signed body offline)
+  backup --server URL [--passphrase-file FILE]
+                                         seal this wallet's seed under a recovery passphrase and
+                                         store it with the server (a passphrase is generated and
+                                         printed once unless FILE holds one; - reads stdin)
+  recover --server URL --passphrase-file FILE [--device-id D]
+                                         bring back the keys of a wallet whose keys are lost, from
+                                         the passphrase alone (into DIR; its PLC files are kept)
+  status --token ID [--server URL]       what the server knows of a PLC and of its redemption
+  balance [--currency BRL] [--server URL]
+                                         this wallet's account at the server
+  vectors [--in FILE]                    check the protocol's test vectors with this program's code
   help                                   this text`;
 
 /** Which options each command takes; anything else is a usage error. */
 const commandOptions: Record<string, readonly string[]> = {
-  init: [],
+  init: ['server'],
+  config: ['server', 'forget-server'],
   'show-key': [],
-  create: ['amount', 'currency', 'ttl-hours', 'server'],
+  create: ['amount', 'currency', 'ttl-hours', 'server', 'offline'],
   publish: ['token', 'server'],
+  reissue: ['token', 'server'],
+  drop: ['token', 'server'],
   register: ['token', 'server', 'device-id'],
-  send: ['token', 'to', 'out', 'format'],
-  receive: ['in', 'text'],
+  send: ['token', 'to', 'out', 'format', 'qr', 'image'],
+  receive: ['in', 'text', 'image'],
   show: ['token'],
   list: [],
   cancel: ['token', 'server'],
   redeem: ['token', 'pix-key', 'server'],
+  backup: ['server', 'passphrase-file'],
+  recover: ['server', 'passphrase-file', 'device-id'],
+  status: ['token', 'server'],
+  balance: ['currency', 'server'],
+  vectors: ['in'],
   help: [],
 };
 
@@ -91,6 +130,11 @@ async function run(argv: readonly string[]): Promise<string> {
         text: { type: 'string' },
         'pix-key': { type: 'string' },
         'device-id': { type: 'string' },
+        'passphrase-file': { type: 'string' },
+        image: { type: 'string' },
+        qr: { type: 'boolean' },
+        offline: { type: 'boolean' },
+        'forget-server': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -116,7 +160,9 @@ async function run(argv: readonly string[]): Promise<string> {
     case 'help':
       return usage;
     case 'init':
-      return initCommand(context);
+      return initCommand(context, { server: optional(values, 'server') });
+    case 'config':
+      return configCommand(context, { server: optional(values, 'server'), forget: values['forget-server'] === true });
     case 'show-key':
       return showKeyCommand(context);
     case 'create':
@@ -125,21 +171,34 @@ async function run(argv: readonly string[]): Promise<string> {
         currency: required(values, 'currency'),
         ttlHours: required(values, 'ttl-hours'),
         server: optional(values, 'server'),
+        offline: values.offline === true,
       });
     case 'publish':
-      return publishCommand(context, { token: required(values, 'token'), server: required(values, 'server') });
+      return publishCommand(context, { token: required(values, 'token'), server: optional(values, 'server') });
+    case 'reissue':
+      return reissueCommand(context, { token: required(values, 'token'), server: optional(values, 'server') });
+    case 'drop':
+      return dropCommand(context, { token: required(values, 'token'), server: optional(values, 'server') });
     case 'register':
-      return registerCommand(context, { token: required(values, 'token'), server: required(values, 'server'), deviceId: optional(values, 'device-id') });
+      return registerCommand(context, { token: required(values, 'token'), server: optional(values, 'server'), deviceId: optional(values, 'device-id') });
     case 'send': {
       const format = optional(values, 'format') ?? 'text';
       if (format !== 'text' && format !== 'json') throw new WalletError('usage', '--format must be text or json');
-      return sendCommand(context, { token: required(values, 'token'), to: required(values, 'to'), out: optional(values, 'out'), format });
+      return sendCommand(context, {
+        token: required(values, 'token'),
+        to: required(values, 'to'),
+        out: optional(values, 'out'),
+        format,
+        image: optional(values, 'image'),
+        qr: values.qr === true,
+      });
     }
     case 'receive': {
-      const file = optional(values, 'in');
-      const text = optional(values, 'text');
-      if ((file === undefined) === (text === undefined)) throw new WalletError('usage', 'receive takes exactly one of --in FILE and --text TEXT');
-      return receiveCommand(context, { input: file !== undefined ? { file } : { text: text as string } });
+      const inputs = { file: optional(values, 'in'), text: optional(values, 'text'), image: optional(values, 'image') };
+      const given = Object.entries(inputs).filter(([, value]) => value !== undefined);
+      if (given.length !== 1) throw new WalletError('usage', 'receive takes exactly one of --in FILE, --text TEXT and --image FILE.png');
+      const [kind, value] = given[0] as ['file' | 'text' | 'image', string];
+      return receiveCommand(context, { input: kind === 'file' ? { file: value } : kind === 'text' ? { text: value } : { image: value } });
     }
     case 'show':
       return showCommand(context, { token: required(values, 'token') });
@@ -148,7 +207,21 @@ async function run(argv: readonly string[]): Promise<string> {
     case 'cancel':
       return cancelCommand(context, { token: required(values, 'token'), server: optional(values, 'server') });
     case 'redeem':
-      return redeemCommand(context, { token: required(values, 'token'), pixKey: required(values, 'pix-key'), server: optional(values, 'server') });
+      return redeemCommand(context, { token: required(values, 'token'), pixKey: optional(values, 'pix-key'), server: optional(values, 'server') });
+    case 'backup':
+      return backupCommand(context, { server: required(values, 'server'), passphraseFile: optional(values, 'passphrase-file') });
+    case 'recover':
+      return recoverCommand(context, {
+        server: required(values, 'server'),
+        passphraseFile: required(values, 'passphrase-file'),
+        deviceId: optional(values, 'device-id'),
+      });
+    case 'status':
+      return statusCommand(context, { token: required(values, 'token'), server: optional(values, 'server') });
+    case 'balance':
+      return balanceCommand(context, { server: optional(values, 'server'), currency: optional(values, 'currency') });
+    case 'vectors':
+      return vectorsCommand({ file: optional(values, 'in') });
     default:
       throw new WalletError('usage', `unknown command ${JSON.stringify(command)}`);
   }

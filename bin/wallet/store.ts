@@ -30,11 +30,26 @@ export const walletTokensMax = 10_000;
 /** Bound on the fork proofs kept per PLC. */
 export const forksPerTokenMax = 16;
 
+/** A server URL the wallet remembers: absolute http(s). */
+export const serverUrlSchema = z
+  .string()
+  .max(2048)
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return url.protocol === 'http:' || url.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  }, 'expected an absolute http(s) URL');
+
 const walletFileSchema = z.strictObject({
   format: z.literal(1),
   public_key: z.string().regex(/^[0-9a-f]{64}$/),
   device_id: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/),
   created_at: z.string(),
+  /** The server every online command uses unless given --server (`init --server`, `config --server`). */
+  server: serverUrlSchema.optional(),
 });
 
 const forkEvidenceSchema = z.strictObject({
@@ -45,24 +60,55 @@ const forkEvidenceSchema = z.strictObject({
   detected_at: z.string(),
 });
 
+/** Bound on the redeem attempts kept per PLC (the latest ones). */
+export const redeemAttemptsMax = 16;
+
+/**
+ * One signed redeem authorisation and what became of it. `outcome`: `accepted` (the server opened
+ * a redemption: `redemption_id`, and `status` as last seen), `refused` (the server answered a
+ * refusal: `code`), `unknown` (posted, no answer: the server may or may not have it), `not_posted`
+ * (signed without a server: printed only).
+ */
+const redeemAttemptSchema = z.strictObject({
+  signed_at: z.string(),
+  timestamp_ms: z.number().int(),
+  rail: z.enum(['pix', 'boleto']),
+  destination: z.string(),
+  outcome: z.enum(['accepted', 'refused', 'unknown', 'not_posted']),
+  redemption_id: z.string().nullable(),
+  status: z.string().nullable(),
+  code: z.string().nullable(),
+  updated_at: z.string(),
+});
+
+/** What the server answered when it refused to register a PLC this wallet issued. */
+const serverRefusalSchema = z.strictObject({ code: z.string(), message: z.string(), at: z.string() });
+
 const tokenFileSchema = z.strictObject({
   format: z.literal(1),
   plc: plcJsonSchema,
   updated_at: z.string(),
+  /** When a server first registered this PLC for this wallet: its create (issuer) or a `register` of its chain (holder). */
   registered_at: z.string().nullable(),
   cancel_signed_at: z.string().nullable(),
   redeem_signed_at: z.string().nullable(),
   forks: z.array(forkEvidenceSchema).max(forksPerTokenMax),
+  /** The server's refusal of this wallet's create, if it refused (absent in files written before). */
+  server_refusal: serverRefusalSchema.nullable().optional(),
+  /** Redeem authorisations signed for this PLC, oldest first (absent in files written before). */
+  redeem_attempts: z.array(redeemAttemptSchema).max(redeemAttemptsMax).optional(),
 });
 
 export type WalletFile = z.infer<typeof walletFileSchema>;
 export type TokenFile = z.infer<typeof tokenFileSchema>;
 export type ForkEvidenceJson = z.infer<typeof forkEvidenceSchema>;
+export type RedeemAttempt = z.infer<typeof redeemAttemptSchema>;
 
 export interface Wallet {
   readonly dir: string;
   readonly keyPair: KeyPair;
   readonly deviceId: string;
+  readonly server: string | undefined;
 }
 
 function writeAtomic(path: string, content: string, mode: number): void {
@@ -79,7 +125,7 @@ function readJson(path: string): unknown {
   }
 }
 
-export function initWallet(dir: string, nowMs: number): Wallet {
+export function initWallet(dir: string, nowMs: number, server?: string): Wallet {
   if (existsSync(join(dir, 'wallet.json')) || existsSync(join(dir, 'secret.key'))) {
     throw new WalletError('already_initialised', `${dir} already holds a wallet`);
   }
@@ -88,9 +134,60 @@ export function initWallet(dir: string, nowMs: number): Wallet {
   const deviceId = randomUUID();
   // The secret key is written first and exclusively ('wx'): two concurrent inits cannot both win.
   writeFileSync(join(dir, 'secret.key'), `${bytesToHex(keyPair.secretKey)}\n`, { mode: 0o600, flag: 'wx' });
-  const walletFile: WalletFile = { format: 1, public_key: bytesToHex(keyPair.publicKey), device_id: deviceId, created_at: new Date(nowMs).toISOString() };
-  writeAtomic(join(dir, 'wallet.json'), `${JSON.stringify(walletFile, null, 2)}\n`, 0o600);
-  return { dir, keyPair, deviceId };
+  const walletFile: WalletFile = {
+    format: 1,
+    public_key: bytesToHex(keyPair.publicKey),
+    device_id: deviceId,
+    created_at: new Date(nowMs).toISOString(),
+    ...(server === undefined ? {} : { server }),
+  };
+  writeAtomic(join(dir, 'wallet.json'), `${JSON.stringify(walletFileSchema.parse(walletFile), null, 2)}\n`, 0o600);
+  return { dir, keyPair, deviceId, server };
+}
+
+/** Remembers (or, with undefined, forgets) the server every online command uses by default. */
+export function setWalletServer(dir: string, server: string | undefined): void {
+  const walletPath = join(dir, 'wallet.json');
+  const parsed = walletFileSchema.safeParse(readJson(walletPath));
+  if (!parsed.success) throw new WalletError('corrupt_state', `${walletPath} is not a wallet file`);
+  const { server: _previous, ...rest } = parsed.data;
+  const next: WalletFile = server === undefined ? rest : { ...rest, server };
+  writeAtomic(walletPath, `${JSON.stringify(walletFileSchema.parse(next), null, 2)}\n`, 0o600);
+}
+
+/** Removes a PLC's file (only for a PLC no server and no other wallet ever saw: see `drop`). */
+export function deleteToken(dir: string, tokenId: string): void {
+  unlinkSync(tokenPath(dir, tokenId));
+}
+
+/**
+ * Puts back a wallet's keys from a recovered seed (`recover`): the secret key and, when missing,
+ * the wallet file. PLC files in the directory are kept: they are what the keys unlock again. A
+ * directory that still holds a secret key is refused, and so is a wallet file of another key.
+ */
+export function restoreWallet(dir: string, secretKey: Uint8Array, deviceId: string, nowMs: number): Wallet {
+  const keyPath = join(dir, 'secret.key');
+  const walletPath = join(dir, 'wallet.json');
+  if (existsSync(keyPath)) throw new WalletError('already_initialised', `${dir} already holds a secret key; recover into a directory whose keys are gone`);
+  const publicKey = publicKeyOf(secretKey);
+  let walletDeviceId = deviceId;
+  let walletServer: string | undefined;
+  if (existsSync(walletPath)) {
+    const parsed = walletFileSchema.safeParse(readJson(walletPath));
+    if (!parsed.success) throw new WalletError('corrupt_state', `${walletPath} is not a wallet file`);
+    if (parsed.data.public_key !== bytesToHex(publicKey)) {
+      throw new WalletError('recovery_mismatch', `${walletPath} belongs to key ${parsed.data.public_key}, not to the recovered key ${bytesToHex(publicKey)}`);
+    }
+    walletDeviceId = parsed.data.device_id;
+    walletServer = parsed.data.server;
+  }
+  mkdirSync(join(dir, 'plcs'), { recursive: true, mode: 0o700 });
+  writeFileSync(keyPath, `${bytesToHex(secretKey)}\n`, { mode: 0o600, flag: 'wx' });
+  if (!existsSync(walletPath)) {
+    const walletFile: WalletFile = { format: 1, public_key: bytesToHex(publicKey), device_id: deviceId, created_at: new Date(nowMs).toISOString() };
+    writeAtomic(walletPath, `${JSON.stringify(walletFile, null, 2)}\n`, 0o600);
+  }
+  return { dir, keyPair: { secretKey: secretKey.slice(), publicKey }, deviceId: walletDeviceId, server: walletServer };
 }
 
 export function loadWallet(dir: string): Wallet {
@@ -114,7 +211,7 @@ export function loadWallet(dir: string): Wallet {
   if (bytesToHex(publicKey) !== parsed.data.public_key) {
     throw new WalletError('corrupt_state', `${keyPath} does not match the public key in ${walletPath}`);
   }
-  return { dir, keyPair: { secretKey, publicKey }, deviceId: parsed.data.device_id };
+  return { dir, keyPair: { secretKey, publicKey }, deviceId: parsed.data.device_id, server: parsed.data.server };
 }
 
 /**

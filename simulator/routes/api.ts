@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { paymentStatuses, pixAddressKeyTypes, webhookEvents } from '../../gateway/types.ts';
+import { paymentStatuses, pixAddressKeyTypes, transferStatuses, webhookEvents } from '../../gateway/types.ts';
 import {
   wireHeaders,
   wireMoney,
@@ -11,6 +11,7 @@ import {
   type PaymentRefundWire,
   type PaymentWire,
   type TransferCreateWire,
+  type TransferWire,
   type WebhookUpdateWire,
   type WebhookWire,
 } from '../../gateway/wire.ts';
@@ -81,13 +82,33 @@ export const webhookUpdateBody = z.object({
   authToken: z.string().min(1).max(255).optional(),
 });
 
+const listPage = {
+  limit: z.coerce.number().int().min(1).max(100).default(10),
+  offset: z.coerce.number().int().min(0).max(1_000_000_000).default(0),
+  'dateCreated[ge]': calendarDate.optional(),
+  'dateCreated[le]': calendarDate.optional(),
+};
+
 const listPaymentsQuery = z.object({
   status: z.enum(paymentStatuses).optional(),
   customer: z.string().max(100).optional(),
   externalReference: z.string().max(255).optional(),
-  limit: z.coerce.number().int().min(1).max(100).default(10),
-  offset: z.coerce.number().int().min(0).max(1_000_000_000).default(0),
+  ...listPage,
 });
+
+const listTransfersQuery = z.object({
+  status: z.enum(transferStatuses).optional(),
+  externalReference: z.string().max(255).optional(),
+  ...listPage,
+});
+
+/** Parses a list's query string, or throws the gateway's 400 naming the bad parameter (`invalid_limit`). */
+function parseListQuery<S extends z.ZodType>(schema: S, query: unknown): z.output<S> {
+  const parsed = schema.safeParse(query);
+  if (parsed.success) return parsed.data;
+  const field = parsed.error.issues[0]?.path[0];
+  throw new SimulatorApiError(400, `invalid_${String(field ?? 'query')}`, parsed.error.issues[0]?.message ?? 'invalid query');
+}
 
 /** Compile-time check that every body the client sends is one the simulator accepts. */
 type Accepts<S extends z.ZodType, _Body extends z.input<S>> = true;
@@ -144,6 +165,13 @@ function keysMatch(given: string, expected: string): boolean {
   const a = Buffer.from(given, 'utf8');
   const b = Buffer.from(expected, 'utf8');
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function dateRange(query: { 'dateCreated[ge]'?: string | undefined; 'dateCreated[le]'?: string | undefined }) {
+  return {
+    ...(query['dateCreated[ge]'] === undefined ? {} : { dateCreatedGe: query['dateCreated[ge]'] }),
+    ...(query['dateCreated[le]'] === undefined ? {} : { dateCreatedLe: query['dateCreated[le]'] }),
+  };
 }
 
 function list<T>(data: T[], totalCount: number, hasMore: boolean, limit: number, offset: number): ListWire<T> {
@@ -231,13 +259,15 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
   });
 
   app.get('/payments', async (request): Promise<ListWire<PaymentWire>> => {
-    const parsed = listPaymentsQuery.safeParse(request.query);
-    if (!parsed.success) {
-      const field = parsed.error.issues[0]?.path[0];
-      throw new SimulatorApiError(400, `invalid_${String(field ?? 'query')}`, parsed.error.issues[0]?.message ?? 'invalid query');
-    }
-    const query = parsed.data;
-    const page = state.listPayments(query);
+    const query = parseListQuery(listPaymentsQuery, request.query);
+    const page = state.listPayments({
+      ...(query.status === undefined ? {} : { status: query.status }),
+      ...(query.customer === undefined ? {} : { customer: query.customer }),
+      ...(query.externalReference === undefined ? {} : { externalReference: query.externalReference }),
+      ...dateRange(query),
+      limit: query.limit,
+      offset: query.offset,
+    });
     return list(page.data, page.totalCount, page.hasMore, query.limit, query.offset);
   });
 
@@ -275,6 +305,18 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
   });
 
   app.get<{ Params: { id: string } }>('/transfers/:id', async (request) => state.getTransfer(request.params.id));
+
+  app.get('/transfers', async (request): Promise<ListWire<TransferWire>> => {
+    const query = parseListQuery(listTransfersQuery, request.query);
+    const page = state.listTransfers({
+      ...(query.status === undefined ? {} : { status: query.status }),
+      ...(query.externalReference === undefined ? {} : { externalReference: query.externalReference }),
+      ...dateRange(query),
+      limit: query.limit,
+      offset: query.offset,
+    });
+    return list(page.data, page.totalCount, page.hasMore, query.limit, query.offset);
+  });
 
   // Webhooks
 

@@ -26,6 +26,7 @@ import {
   type SettlementRail,
 } from './constants.ts';
 import { bytesToHex, concatBytes, isBytes, isTimestampMs, u16be, u64be, u8, utf8, uuidToBytes } from './bytes.ts';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { ProtocolError } from './errors.ts';
 import { isValidPublicKey, publicKeyOf, sign, verifySignature } from './keys.ts';
 
@@ -194,6 +195,31 @@ export function verifyKeyOperation(kind: KeyOperationKind, signed: SignedKeyOper
   } catch {
     return false;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Identity of an authorisation: what the server records to accept each one once (section 9.4).
+
+/**
+ * SHA-256(signer public key (32) | the exact signed message). Two presentations of one
+ * authorisation have the same hash whatever their signatures (a signer can make several valid
+ * signatures over one message); two different authorisations never do.
+ */
+export function authorizationHash(signerPublicKey: Uint8Array, message: Uint8Array): Uint8Array {
+  if (!isBytes(signerPublicKey, publicKeyBytes)) throw new ProtocolError('invalid_argument', 'public key is 32 bytes');
+  return sha256(concatBytes(signerPublicKey, message));
+}
+
+export function cancelAuthorizationHash(authorization: CancelAuthorization): Uint8Array {
+  return authorizationHash(authorization.issuerPublicKey, encodeCancelMessage(authorization));
+}
+
+export function redeemAuthorizationHash(authorization: RedeemAuthorization): Uint8Array {
+  return authorizationHash(authorization.bearerPublicKey, encodeRedeemMessage(authorization));
+}
+
+export function keyOperationHash(kind: KeyOperationKind, operation: KeyOperation): Uint8Array {
+  return authorizationHash(operation.publicKey, utf8(keyOperationMessage(kind, operation)));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -161,6 +161,31 @@ export function checkExpiry(commitment: PlcCommitment, nowMs: number, options?: 
   return { ok: true };
 }
 
+export type RecordClockCheck =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly reason: 'timestamp_in_future'; readonly index: number; readonly detail: string };
+
+/**
+ * Are the chain's records no later than `nowMs` plus the tolerance, by the clock of whoever
+ * receives the chain (docs/protocol.md section 7.4)? A record signed later than that was made by a
+ * device whose clock runs ahead; the server refuses it at every route that receives a chain, and
+ * a wallet refuses to receive it. The answer names the first such record (timestamps never
+ * decrease along a verified chain, so every later one is in the future too). Time only moves
+ * forward, so a chain that passed once passes at every later instant: records registered before
+ * need no second look.
+ */
+export function checkRecordClock(chain: readonly Pick<TransferRecord, 'timestampMs'>[], nowMs: number, options?: VerifyOptions): RecordClockCheck {
+  const toleranceMs = resolveTolerance(options);
+  const index = chain.findIndex((record) => record.timestampMs > nowMs + toleranceMs);
+  if (index === -1) return { ok: true };
+  return {
+    ok: false,
+    reason: 'timestamp_in_future',
+    index,
+    detail: `record ${index} is timestamped ${chain[index]!.timestampMs - nowMs} ms after this clock, more than the ${toleranceMs} ms tolerance`,
+  };
+}
+
 /**
  * Two transfer records with the same previous hash, both signed by the same key: that key spent
  * the PLC twice. The pair is a self-contained proof anyone can check with `verifyForkEvidence`.

@@ -19,6 +19,7 @@ import {
   publicKeyBytes,
   settlementRails,
   signatureBytes,
+  timestampMsMax,
 } from './constants.ts';
 import { bytesToHex, hexToBytes, isCanonicalIso, isoToMs, isTimestampMs, msToIso, utf8 } from './bytes.ts';
 import { formatAmountMinor, parseCanonicalAmount } from './amount.ts';
@@ -41,7 +42,14 @@ export const isoTimestampSchema = z
   .string()
   .refine(isCanonicalIso, 'expected an ISO 8601 UTC timestamp with milliseconds, e.g. 2026-11-22T10:00:00.000Z');
 export const currencySchema = z.string().refine(isPlcCurrency, 'expected a protocol currency: BRL, USD or EUR');
-export const timestampMsSchema = z.number().refine(isTimestampMs, 'expected integer milliseconds since the Unix epoch');
+/** Integer milliseconds since the epoch, 0 to `timestampMsMax`: an integer in JSON Schema (OpenAPI) too. */
+export const timestampMsSchema = z
+  .number()
+  .int()
+  .min(0)
+  .max(timestampMsMax)
+  .refine(isTimestampMs, 'expected integer milliseconds since the Unix epoch')
+  .describe('integer milliseconds since the Unix epoch (UTC), 0 to 253402300799999');
 
 export const transferRecordJsonSchema = z.strictObject({
   sender_pubkey: publicKeyHexSchema,
@@ -201,10 +209,15 @@ export const redeemAuthorizationJsonSchema = z.strictObject({
   settlement_rail: z.enum(settlementRails),
   destination: z
     .string()
+    .min(1)
+    .max(destinationBytesMax)
     .refine((value) => {
       const length = utf8(value).length;
       return length >= 1 && length <= destinationBytesMax;
-    }, `expected 1 to ${destinationBytesMax} UTF-8 bytes`),
+    }, `expected 1 to ${destinationBytesMax} UTF-8 bytes`)
+    .describe(
+      `1 to ${destinationBytesMax} UTF-8 bytes, signed as such (docs/protocol.md 9.2). What each rail accepts: pix, a Pix key of at most 77 characters; boleto, a digitable line of 47 or 48 digits`,
+    ),
   timestamp_ms: timestampMsSchema,
   bearer_pubkey: publicKeyHexSchema,
   signature: signatureHexSchema,

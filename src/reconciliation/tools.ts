@@ -110,9 +110,19 @@ export const reconcileTools = {
     dryRunDefault: true,
     summary: 'Cancel every PENDING charge at the gateway and fail it through its workflow (dry run unless ?dry_run=false)',
   },
+  'gateway-audit': {
+    kind: 'audit',
+    ownerScoped: false,
+    // An extension of the spec (api/extensions.ts); a Temporal Schedule (`gateway-audit`) runs it periodically.
+    adminRoute: true,
+    dryRunDefault: true,
+    summary:
+      "Page through the gateway's transfers and payments and join them with our redemptions, charges and ledger: every mismatch " +
+      'is a finding with its evidence; the safe, documented repairs are made (real runs), the rest raised for a person as risk flags',
+  },
 } as const satisfies Record<
   string,
-  { kind: 'ledger' | 'gateway'; ownerScoped: boolean; adminRoute: boolean; dryRunDefault: boolean; summary: string }
+  { kind: 'ledger' | 'gateway' | 'audit'; ownerScoped: boolean; adminRoute: boolean; dryRunDefault: boolean; summary: string }
 >;
 
 export type ReconcileTool = keyof typeof reconcileTools;
@@ -126,8 +136,15 @@ export function isReconcileTool(value: string): value is ReconcileTool {
   return Object.hasOwn(reconcileTools, value);
 }
 
+/** Tools that audit the gateway's own lists against our books (src/reconciliation/gateway-audit.ts). */
+export type AuditReconcileTool = { [T in ReconcileTool]: (typeof reconcileTools)[T]['kind'] extends 'audit' ? T : never }[ReconcileTool];
+
 export function isGatewayTool(tool: ReconcileTool): tool is GatewayReconcileTool {
   return reconcileTools[tool].kind === 'gateway';
+}
+
+export function isAuditTool(tool: ReconcileTool): tool is AuditReconcileTool {
+  return reconcileTools[tool].kind === 'audit';
 }
 
 /** What a tool works on: one owner for the owner-scoped tools; the PLC expiry grace for release-expired-promises. */
@@ -135,6 +152,8 @@ export interface ReconcileParams {
   ownerId?: string;
   /** How long after expires_at a live PLC counts as overdue (the server's clock tolerance). */
   expiryGraceMs?: number;
+  /** The gateway audit's window: gateway resources created on or after this date (YYYY-MM-DD, the gateway's calendar). */
+  since?: string;
 }
 
 /** Accounts (or failure transactions, PLCs, charges) per batch activity call of a real run. */
@@ -173,7 +192,7 @@ export function bucketItemKey(ownerId: string, bucket: Bucket, currency: Currenc
   return `${ownerId}/${bucket}/${currency}`;
 }
 
-export const itemActions = ['SNAPSHOT_CORRECTION', 'COMPENSATING_POSTING'] as const;
+export const itemActions = ['SNAPSHOT_CORRECTION', 'COMPENSATING_POSTING', 'GATEWAY_FINDING'] as const;
 export type ItemAction = (typeof itemActions)[number];
 export const itemStatuses = ['PLANNED', 'FIXED', 'SKIPPED', 'FAILED'] as const;
 export type ItemStatus = (typeof itemStatuses)[number];
@@ -186,13 +205,14 @@ export interface ReconcileItemReport {
   key: string;
   action: ItemAction;
   status: ItemStatus;
-  ownerId: string;
-  bucket: Bucket;
+  /** The owner and bucket the item is about; a gateway finding names one only when it concerns one. */
+  ownerId: string | null;
+  bucket: Bucket | null;
   currency: Currency;
-  /** The snapshot when the item was found. */
-  snapshotMinor: string;
-  /** What the entries say the bucket holds. */
-  computedMinor: string;
+  /** The snapshot when the item was found (null for a gateway finding). */
+  snapshotMinor: string | null;
+  /** What the entries say the bucket holds (null for a gateway finding). */
+  computedMinor: string | null;
   /** The amount of the posting the item is about (positive), for postings; `entries` give each leg's direction. */
   amountMinor: string | null;
   /** The snapshot after the fix (for a dry run: what it would be). */
@@ -203,6 +223,9 @@ export interface ReconcileItemReport {
   /** Every leg of the posting, for postings. */
   entries: { ownerId: string; bucket: Bucket; currency: Currency; amountMinor: string }[] | null;
   detail: string | null;
+  /** Gateway findings: the mismatch (src/reconciliation/gateway-audit.ts `auditFindings`) and both sides as read. */
+  finding: string | null;
+  evidence: Record<string, unknown> | null;
 }
 
 export interface ReconcileCounts {

@@ -43,6 +43,8 @@ interface ReportItem {
   reference_transaction_id: string | null;
   entries: { owner_id: string; bucket: string; amount: string }[] | null;
   detail: string | null;
+  finding?: string | null;
+  evidence?: Record<string, unknown> | null;
 }
 interface Report {
   run_id: string;
@@ -204,6 +206,8 @@ describe('fix-charge-settlements', () => {
           { owner_id: ownerId, bucket: 'AVAILABLE', currency: 'BRL', amount: '5.00' },
         ],
         detail: expect.stringContaining('SETTLED without CHARGE_SETTLED'),
+        finding: null,
+        evidence: null,
       },
     ]);
     expect(await state()).toEqual(before);

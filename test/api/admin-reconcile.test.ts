@@ -43,6 +43,8 @@ interface ReportItem {
   reference_transaction_id: string | null;
   entries: { owner_id: string; bucket: string; currency: string; amount: string }[] | null;
   detail: string | null;
+  finding?: string | null;
+  evidence?: Record<string, unknown> | null;
 }
 interface Report {
   run_id: string;
@@ -166,6 +168,8 @@ describe('fix-balance', () => {
         reference_transaction_id: null,
         entries: null,
         detail: null,
+        finding: null,
+        evidence: null,
       },
     ]);
     expect(await ledgerState()).toEqual(before);
@@ -310,6 +314,8 @@ describe('fix-negative-balances', () => {
           { owner_id: 'neg-erin', bucket: 'AVAILABLE', currency: 'BRL', amount: '3.00' },
         ],
         detail: null,
+        finding: null,
+        evidence: null,
       },
     ]);
 
@@ -381,6 +387,8 @@ describe('fix-failed-pending', () => {
           { owner_id: 'ffp-gina', bucket: 'PENDING', currency: 'BRL', amount: '2.00' },
         ],
         detail: null,
+        finding: null,
+        evidence: null,
       },
       {
         key: `reversal/${chargeFailed}`,
@@ -400,6 +408,8 @@ describe('fix-failed-pending', () => {
           { owner_id: 'ffp-gina', bucket: 'PENDING', currency: 'BRL', amount: '1.00' },
         ],
         detail: null,
+        finding: null,
+        evidence: null,
       },
     ]);
 

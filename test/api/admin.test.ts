@@ -157,7 +157,13 @@ describe('queue statistics', () => {
   };
 
   it('reports the PLC status outbox and the webhook inbox: what waits, its age, what fails, and lagging past QUEUE_LAG_ALERT_MS', async () => {
-    const before = await stats();
+    // Earlier tests of this file leave statuses for this app's dispatcher to deliver; wait until
+    // it has, so that the outbox's count moves only by the row this test adds.
+    let before = await stats();
+    for (const deadline = Date.now() + 30_000; before.queues.plc_status_outbox.pending !== 0; before = await stats()) {
+      if (Date.now() > deadline) throw new Error(`the PLC status outbox did not drain within 30 s: ${JSON.stringify(before.queues.plc_status_outbox)}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     expect(before.lag_alert_ms).toBe(60_000);
 
     // A status whose deliveries keep failing, queued two minutes ago and not due for an hour

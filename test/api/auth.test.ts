@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { ensureAdminUser } from '../../db/admin-users.ts';
 import { hashPassword } from '../../infra/passwords.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
@@ -97,7 +98,11 @@ describe('the admin guard', () => {
     // guard is checked on a route registered here with the same guard.
     const probe = await createTestApp();
     try {
-      probe.app.get('/probe/super', { onRequest: probe.app.requireAdmin(['super_admin']) }, async () => ({ ok: true }));
+      probe.app.get(
+        '/probe/super',
+        { onRequest: probe.app.requireAdmin(['super_admin']), schema: { response: { 200: z.object({ ok: z.boolean() }) } } },
+        async () => ({ ok: true }),
+      );
       const adminOnly = await probe.adminHeaders('admin');
       const superAdmin = await probe.adminHeaders('super_admin');
       expect((await probe.app.inject({ method: 'GET', url: '/probe/super', headers: adminOnly })).statusCode).toBe(403);

@@ -40,13 +40,31 @@ describe('POST /api/v1/balance/deposit', () => {
     expect(balance.json()).toMatchObject({ available: '12.34' });
   });
 
-  it('books once however often the same Idempotency-Key is retried, concurrently or later', async () => {
+  it('books once, in one workflow run, however often the same Idempotency-Key is retried, concurrently or later', async () => {
     const key = randomUUID();
     const body = { owner_id: 'bob', amount: '5.00', currency: 'BRL' };
     const responses = await Promise.all([deposit(body, key), deposit(body, key), deposit(body, key)]);
-    for (const response of responses) expect(response.statusCode).toBe(200);
+    // One request books; each other one is answered while it runs (409) or from its stored answer.
+    const fresh = responses.filter((response) => response.statusCode === 200 && response.headers['x-idempotency-replayed'] === undefined);
+    expect(fresh).toHaveLength(1);
+    const answer = fresh[0]?.json();
+    for (const response of responses.filter((r) => !fresh.includes(r))) {
+      if (response.statusCode === 200) {
+        expect(response.headers['x-idempotency-replayed']).toBe('true');
+        expect(response.json()).toEqual(answer);
+      } else {
+        expect(response.statusCode).toBe(409);
+        expect(response.json()).toMatchObject({ code: 'IDEMPOTENCY_REQUEST_IN_PROGRESS' });
+      }
+    }
+    const workflow = t.temporal.workflow.getHandle(`deposit-${key}`);
+    const { runId } = await workflow.describe();
     const later = await deposit(body, key);
     expect(later.statusCode).toBe(200);
+    expect(later.headers['x-idempotency-replayed']).toBe('true');
+    expect(later.json()).toEqual(answer);
+    // The latest run of deposit-<key> is still the first: the replay started none.
+    expect((await workflow.describe()).runId).toBe(runId);
     const balance = await t.app.inject({ method: 'GET', url: '/api/v1/balance/bob' });
     expect(balance.json()).toMatchObject({ available: '5.00' });
     const transactions = await t.app.inject({ method: 'GET', url: '/api/v1/balance/bob/transactions' });

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app.ts';
 import { findViolations } from '../../db/ledger.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
-import { cancelBody, hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
-import type { Plc } from '../../src/protocol/index.ts';
+import { cancelBody, hop, hopToRawKey, issue, issueByMixedOrderKey, mixedOrderSigner, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { parsePlcJson, verifyPlc, type Plc } from '../../src/protocol/index.ts';
 import { businessStatusKey } from '../../workflows/search-attributes.ts';
 
 let t: TestApp;
@@ -109,6 +109,43 @@ describe('POST /api/v1/plc/create', () => {
     expect(await balance(issuer)).toMatchObject({ available: '0.00', promised: '10.00' });
   });
 
+  it('refuses another commitment under an existing token id with 409 PLC_ALREADY_EXISTS on both routes, booking nothing', async () => {
+    const [issuer, other] = [newWallet(), newWallet()];
+    await fund(issuer, '10.00');
+    await fund(other, '10.00');
+    const plc = issue(issuer, { amountMinor: 300n });
+    const tokenId = plc.commitment.tokenId;
+    expect((await create(plc)).json()).toMatchObject({ created: true });
+    const rivals = [
+      issue(issuer, { amountMinor: 400n, tokenId }), // the same issuer, another amount
+      issue(other, { amountMinor: 300n, tokenId }), // another issuer
+    ];
+    for (const rival of rivals) {
+      for (const [url, payload] of [['/api/v1/plc/create', { plc: plcToJson(rival) }], ['/api/v1/plcs', plcToJson(rival)]] as const) {
+        const response = await t.app.inject({ method: 'POST', url, headers: device, payload });
+        expect(response.statusCode, url).toBe(409);
+        expect(response.json()).toMatchObject({ code: 'PLC_ALREADY_EXISTS', details: { token_id: tokenId } });
+      }
+    }
+    expect(await balance(issuer)).toMatchObject({ available: '7.00', promised: '3.00' });
+    expect(await balance(other)).toMatchObject({ available: '10.00', promised: '0.00' });
+    const status = await t.app.inject({ method: 'GET', url: `/api/v1/plc/${tokenId}/status` });
+    expect(status.json()).toMatchObject({ commitment_hash: plcToJson(plc).commitment_hash, amount: '3.00', issuer_pubkey: issuer.pubkey });
+    // The identical commitment again is still the idempotent 200, on both routes.
+    expect((await create(plc)).json()).toMatchObject({ created: false, status: 'ISSUED' });
+    const again = await t.app.inject({ method: 'POST', url: '/api/v1/plcs', headers: device, payload: plcToJson(plc) });
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toMatchObject({ created: false });
+    expect(await balance(issuer)).toMatchObject({ available: '7.00', promised: '3.00' });
+    // Once the PLC's workflow has ended (cancelled), the database refuses the rival just the same.
+    const cancel = await t.app.inject({ method: 'POST', url: `/api/v1/plc/${tokenId}/cancel`, headers: device, payload: cancelBody(plc, issuer) });
+    expect(cancel.statusCode).toBe(200);
+    const late = await create(rivals[1]!);
+    expect(late.statusCode).toBe(409);
+    expect(late.json()).toMatchObject({ code: 'PLC_ALREADY_EXISTS' });
+    expect(await balance(other)).toMatchObject({ available: '10.00', promised: '0.00' });
+  });
+
   it('refuses an unfunded issuer, leaving no PLC, no booking and no workflow waiting', async () => {
     const issuer = newWallet();
     await fund(issuer, '1.00');
@@ -187,6 +224,18 @@ describe('POST /api/v1/plc/create', () => {
     const stale = await create(issue(issuer, { createdAtMs: Date.now() - 3600_000 }));
     expect(stale.statusCode).toBe(422);
     expect(stale.json().detail[0].type).toBe('PLC_NOT_FRESH');
+  });
+
+  it('refuses an issuer key with a torsion component before anything is booked (docs/protocol.md section 2)', async () => {
+    const { json, tokenId, issuer } = issueByMixedOrderKey({ amountMinor: 200n });
+    await t.deposit(issuer.pubkey, '5.00');
+    for (const [url, payload] of [['/api/v1/plc/create', { plc: json }], ['/api/v1/plcs', json]] as const) {
+      const response = await t.app.inject({ method: 'POST', url, headers: device, payload });
+      expect(response.statusCode, url).toBe(422);
+      expect(response.json().detail[0].type).toBe('PLC_INVALID.invalid_public_key');
+    }
+    expect((await t.app.inject({ method: 'GET', url: `/api/v1/plc/${tokenId}/status` })).statusCode).toBe(404);
+    expect(await t.app.inject({ method: 'GET', url: `/api/v1/balance/${issuer.pubkey}` }).then((r) => r.json())).toMatchObject({ available: '5.00', promised: '0.00' });
   });
 
   it('accepts the protocol-level POST /api/v1/plcs with the PLC JSON as the body', async () => {
@@ -328,6 +377,19 @@ describe('POST /api/v1/transfer/', () => {
     expect(chain.json()).toHaveLength(1);
   });
 
+  it('refuses a hop to a key with a torsion component, registering nothing', async () => {
+    const [issuer, bearer] = [newWallet(), newWallet()];
+    await fund(issuer, '5.00');
+    const plc = issue(issuer, { amountMinor: 100n });
+    expect((await create(plc)).statusCode).toBe(200);
+    const response = await transfer(hopToRawKey(plc, issuer, mixedOrderSigner().publicKey));
+    expect(response.statusCode).toBe(422);
+    expect(response.json().detail[0].type).toBe('PLC_INVALID.invalid_public_key');
+    expect((await t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc.commitment.tokenId}/status` })).json()).toMatchObject({ status: 'ISSUED', chain_length: 0 });
+    // The honest hop still goes through.
+    expect((await transfer(hop(plc, issuer, bearer))).statusCode).toBe(200);
+  });
+
   it('refuses an unknown PLC, a tampered record, and a replay with another body under the same key', async () => {
     const [a, b] = [newWallet(), newWallet()];
     await fund(a, '10.00');
@@ -370,6 +432,39 @@ describe('POST /api/v1/plc/{token_id}/cancel', () => {
     });
     expect(again.statusCode).toBe(409);
     expect(again.json()).toMatchObject({ code: 'PLC_NOT_CANCELLABLE' });
+  });
+
+  it('answers the same cancel with the same Idempotency-Key from its store (200, replayed), booking once', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '10.00');
+    const plc = issue(issuer, { amountMinor: 400n });
+    await create(plc);
+    const url = `/api/v1/plc/${plc.commitment.tokenId}/cancel`;
+    const payload = cancelBody(plc, issuer);
+    const headers = { ...device, 'idempotency-key': `cancel-${plc.commitment.tokenId}-${payload.authorization.timestamp_ms}` };
+    const first = await t.app.inject({ method: 'POST', url, headers, payload });
+    expect(first.statusCode).toBe(200);
+    const again = await t.app.inject({ method: 'POST', url, headers, payload });
+    expect(again.statusCode).toBe(200);
+    expect(again.headers['x-idempotency-replayed']).toBe('true');
+    expect(again.json()).toEqual(first.json());
+    expect(await balance(issuer)).toMatchObject({ available: '10.00', promised: '0.00' });
+    // The same key with another body is refused.
+    const other = await t.app.inject({ method: 'POST', url, headers, payload: cancelBody(plc, issuer, Date.now() + 1) });
+    expect(other.statusCode).toBe(422);
+    expect(other.json().detail[0].type).toBe('IDEMPOTENCY_KEY_REUSED');
+  });
+
+  it('refuses an authorisation naming another PLC with 409 PLC_MISMATCH', async () => {
+    const issuer = newWallet();
+    await fund(issuer, '10.00');
+    const [plc, other] = [issue(issuer, { amountMinor: 100n }), issue(issuer, { amountMinor: 100n })];
+    await create(plc);
+    await create(other);
+    const response = await t.app.inject({ method: 'POST', url: `/api/v1/plc/${plc.commitment.tokenId}/cancel`, headers: device, payload: cancelBody(other, issuer) });
+    expect(response.statusCode).toBe(409);
+    expect(response.json()).toMatchObject({ code: 'PLC_MISMATCH', details: { token_id: other.commitment.tokenId } });
+    expect(await balance(issuer)).toMatchObject({ available: '8.00', promised: '2.00' });
   });
 
   it('refuses after a transfer, from another key, and with a stale timestamp', async () => {
@@ -430,5 +525,22 @@ describe('reads', () => {
     expect(response.json().map((p: { token_id: string }) => p.token_id).sort()).toEqual(plcs.map((p) => p.commitment.tokenId).sort());
     expect((await t.app.inject({ method: 'GET', url: '/api/v1/plc/issuer/not-a-key/active' })).statusCode).toBe(422);
     expect((await t.app.inject({ method: 'GET', url: `/api/v1/plc/${randomUUID()}/status` })).statusCode).toBe(404);
+  });
+
+  it('serves the PLC in the protocol JSON form with its registered chain, without admin rights', async () => {
+    const [issuer, b, c] = [newWallet(), newWallet(), newWallet()];
+    await fund(issuer, '10.00');
+    const plc = issue(issuer, { amountMinor: 250n });
+    await create(plc);
+    const url = `/api/v1/plc/${plc.commitment.tokenId}/json`;
+    expect((await t.app.inject({ method: 'GET', url })).json()).toEqual(plcToJson(plc));
+    const twoHops = hop(hop(plc, issuer, b), b, c);
+    expect((await transfer(twoHops)).statusCode).toBe(200);
+    const response = await t.app.inject({ method: 'GET', url });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual(plcToJson(twoHops));
+    const parsed = parsePlcJson(response.json());
+    expect(verifyPlc(parsed)).toMatchObject({ ok: true, chainLength: 2 });
+    expect((await t.app.inject({ method: 'GET', url: `/api/v1/plc/${randomUUID()}/json` })).statusCode).toBe(404);
   });
 });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app.ts';
+import { dependencyFailure } from '../../api/plugins/errors.ts';
 import type { Pool } from '../../db/pool.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
 import { loadConfig } from '../../infra/config.ts';
@@ -69,5 +70,31 @@ describe('readiness and failures', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('dependencyFailure', () => {
+  const grpc = (code: number, details: string) => Object.assign(new Error(`${code} ${details}`), { code, details, metadata: {} });
+  it.each([
+    ['no free pooled connection in time', new Error('timeout exceeded when trying to connect'), 'DEPENDENCY_TIMEOUT', 'postgres'],
+    ['a connection not opened in time', new Error('Connection terminated due to connection timeout'), 'DEPENDENCY_TIMEOUT', 'postgres'],
+    ['no answer to a statement', new Error('Query read timeout'), 'DEPENDENCY_TIMEOUT', 'postgres'],
+    ['statement_timeout', Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }), 'DEPENDENCY_TIMEOUT', 'postgres'],
+    ['connection refused', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), 'DEPENDENCY_UNAVAILABLE', 'postgres'],
+    ['the server shutting down', Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }), 'DEPENDENCY_UNAVAILABLE', 'postgres'],
+    ['a lost connection', new Error('Connection terminated unexpectedly'), 'DEPENDENCY_UNAVAILABLE', 'postgres'],
+    ['a Temporal deadline', grpc(4, 'Deadline exceeded'), 'DEPENDENCY_TIMEOUT', 'temporal'],
+    ['Temporal wrapped by the SDK', new Error('Failed to start', { cause: grpc(14, 'No connection established') }), 'DEPENDENCY_UNAVAILABLE', 'temporal'],
+  ])('%s answers %s naming %s', (_, error, code, dependency) => {
+    const failure = dependencyFailure(error, 7);
+    expect(failure).toMatchObject({ code, details: { dependency, retry_after_s: 7 } });
+  });
+
+  it.each([
+    ['a constraint violation', Object.assign(new Error('duplicate key'), { code: '23505' })],
+    ['a refused Temporal call', grpc(3, 'invalid argument')],
+    ['a plain bug', new TypeError('x is undefined')],
+  ])('%s is not an outage', (_, error) => {
+    expect(dependencyFailure(error, 7)).toBeNull();
   });
 });

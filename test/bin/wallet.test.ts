@@ -5,16 +5,22 @@
  * publish, register, cancel, redeem) against a local HTTP server that records what the wallet
  * sends. test/e2e/wallet-journey.test.ts runs the same program against the real server.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  appendTransfer,
   base45Encode,
   bytesToHex,
+  createPlc,
   decodeTransportText,
   encodeTransport,
+  encodeTransportText,
+  generateKeyPair,
+  hexToBytes,
   parseCancelAuthorizationJson,
   parsePlcJson,
   parseRedeemAuthorizationJson,
@@ -41,9 +47,50 @@ const keys = { a: '', b: '', c: '' };
 const deviceIds = { a: '', b: '', c: '' };
 let tokenId = '';
 
+/** Redemptions the canned server opened, by id, with the status it reports. */
+const redemptions = new Map<string, { token_id: string; status: string }>();
+/** The refusal the canned server answers the next redeem with (once), if set. */
+let nextRedeemRefusal: { status: number; body: unknown } | undefined;
+
+function redemptionView(id: string) {
+  const r = redemptions.get(id)!;
+  return {
+    redemption_id: id,
+    token_id: r.token_id,
+    status: r.status,
+    amount: '12.34',
+    fee: '0.00',
+    currency: 'BRL',
+    gateway_transfer_id: r.status === 'PENDING_PAYMENT' ? null : 'tr-1',
+    gateway_status: r.status === 'FAILED' ? 'FAILED' : null,
+    failure_reason: r.status === 'FAILED' ? 'refused by the bank' : null,
+    status_url: `/api/v1/redemptions/${id}`,
+  };
+}
+
 /** A canned answer per route, shaped like the real server's (api/schemas/plc.ts). */
 function answer(method: string, url: string, body: unknown): { status: number; body: unknown } {
   if (method === 'GET' && /^\/api\/v1\/plc\/[0-9a-f-]+\/status$/.test(url)) return { status: 404, body: { code: 'PLC_NOT_FOUND', message: 'no such PLC' } };
+  if (method === 'POST' && url === '/api/v1/plc/create' && (body as { plc: { amount: string } }).plc.amount === '9.99') {
+    return { status: 409, body: { code: 'INSUFFICIENT_FUNDS', message: 'not enough AVAILABLE' } };
+  }
+  if (method === 'POST' && url === '/api/v1/redeem/') {
+    if (nextRedeemRefusal !== undefined) {
+      const refusal = nextRedeemRefusal;
+      nextRedeemRefusal = undefined;
+      return refusal;
+    }
+    const id = randomUUID();
+    redemptions.set(id, { token_id: (body as { authorization: { token_id: string } }).authorization.token_id, status: 'PENDING_PAYMENT' });
+    return { status: 200, body: redemptionView(id) };
+  }
+  const redemption = /^\/api\/v1\/redemptions\/([0-9a-f-]+)$/.exec(url);
+  if (method === 'GET' && redemption !== null) {
+    return redemptions.has(redemption[1]!) ? { status: 200, body: redemptionView(redemption[1]!) } : { status: 404, body: { code: 'NOT_FOUND', message: 'no such redemption' } };
+  }
+  if (method === 'GET' && url.startsWith('/api/v1/balance/')) {
+    return { status: 200, body: { owner_id: url.split('/')[4]!.split('?')[0], currency: 'BRL', available: '7.00', held: '0.00', pending: '0.00', promised: '3.00', status: 'ACTIVE' } };
+  }
   if (method === 'POST' && url === '/api/v1/transfer/') {
     const plc = parsePlcJson((body as { plc: unknown }).plc);
     const verification = verifyPlc(plc);
@@ -59,6 +106,10 @@ function answer(method: string, url: string, body: unknown): { status: number; b
         appended: verification.chainLength,
       },
     };
+  }
+  if (method === 'POST' && url === '/api/v1/redeem/') {
+    const id = '7d4f6b0e-3c1a-4e55-9a64-0f2b8c1d2e3f';
+    return { status: 200, body: { redemption_id: id, status: 'PENDING_PAYMENT', workflow_id: `redemption-${id}` } };
   }
   return { status: 200, body: { status: 'ok' } };
 }
@@ -163,6 +214,15 @@ describe('wallet program', () => {
     expect(await ok(dirs.c, 'list')).toContain('3 hop(s)  sent to');
   });
 
+  it('refuses a chain with a record timestamped past its clock plus the tolerance', { timeout: 60_000 }, async () => {
+    const issuer = generateKeyPair();
+    const plc = createPlc({ issuerSecretKey: issuer.secretKey, amountMinor: 100n, currency: 'BRL', createdAtMs: Date.now(), ttlHours: 168 });
+    const ahead = appendTransfer(plc, { senderSecretKey: issuer.secretKey, recipientPublicKey: hexToBytes(keys.c, 32), timestampMs: Date.now() + 24 * 3_600_000 });
+    const run = await refused(dirs.c, 'timestamp_in_future', 'receive', '--text', encodeTransportText(ahead));
+    expect(run.stderr).toContain('record 0');
+    await refused(dirs.c, 'unknown_token', 'show', '--token', plc.commitment.tokenId);
+  });
+
   it('refuses a replayed older state and a double spend, keeping the proof', { timeout: 60_000 }, async () => {
     await refused(dirs.b, 'stale_chain', 'receive', '--in', join(root, 'ab.txt'));
     // The clone of B still holds the PLC and signs it again, to A this time: a fork by B.
@@ -213,11 +273,11 @@ describe('wallet program', () => {
 
     const before = requests.length;
     await refused(dirs.b, 'unknown_token', 'register', '--token', '00000000-0000-4000-8000-000000000000', '--server', serverUrl);
-    for (const args of [['--token', tokenId], ['--token', tokenId, '--server', serverUrl, '--device-id', 'no spaces']]) {
-      const run = await wallet(dirs.c, 'register', ...args);
-      expect(run.code, args.join(' ')).toBe(2);
-      expect(run.stderr).toContain('error [usage]');
-    }
+    // No server given and none remembered: nothing to post to.
+    await refused(dirs.c, 'no_server', 'register', '--token', tokenId);
+    const run = await wallet(dirs.c, 'register', '--token', tokenId, '--server', serverUrl, '--device-id', 'no spaces');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('error [usage]');
     expect(requests.length).toBe(before);
   });
 
@@ -247,12 +307,25 @@ describe('wallet program', () => {
     await refused(dirs.c, 'not_issuer', 'publish', '--token', tokenId, '--server', serverUrl);
   });
 
-  it('redeem signs for the bearer, posts the chain with it, and closes the PLC', { timeout: 60_000 }, async () => {
-    const printed = JSON.parse(await ok(dirs.a, 'redeem', '--token', tokenId, '--pix-key', 'alice@example.com', '--server', serverUrl)) as unknown;
+  it('redeem checks the destination before signing, and signs nothing for a key that is not a Pix key', { timeout: 60_000 }, async () => {
+    const before = requests.length;
+    await refused(dirs.a, 'invalid_destination', 'redeem', '--token', tokenId, '--pix-key', 'not a key', '--server', serverUrl);
+    expect(requests.length).toBe(before);
+    expect(await ok(dirs.a, 'show', '--token', tokenId)).not.toContain('redeem:');
+    // Still free to send: nothing was signed.
+    expect(await ok(dirs.a, 'list')).toContain(`${tokenId}  12.34 BRL  3 hop(s)  held`);
+  });
+
+  it('redeem after a refusal: recorded, and the bearer signs a new authorisation that the server accepts', { timeout: 60_000 }, async () => {
+    nextRedeemRefusal = { status: 422, body: { detail: [{ loc: ['body', 'authorization', 'destination'], msg: 'no such Pix key at the bank', type: 'UNSUPPORTED_RAIL' }] } };
+    const run = await refused(dirs.a, 'server_refused', 'redeem', '--token', tokenId, '--pix-key', 'alice@example.com', '--server', serverUrl);
+    expect(run.stderr).toContain('sign a new authorisation');
+    expect(await ok(dirs.a, 'show', '--token', tokenId)).toMatch(/redeem:.*refused \(UNSUPPORTED_RAIL\)/);
+
+    const printed = await ok(dirs.a, 'redeem', '--token', tokenId, '--pix-key', 'alice@example.com', '--server', serverUrl);
     const request = requests.at(-1)!;
     expect(request).toMatchObject({ method: 'POST', url: '/api/v1/redeem/' });
     expect(request.headers['x-device-id']).toBe(deviceIds.a);
-    expect(request.body).toEqual(printed);
     const body = request.body as { plc: unknown; authorization: unknown };
     const plc = parsePlcJson(body.plc);
     const verification = verifyPlc(plc);
@@ -261,7 +334,37 @@ describe('wallet program', () => {
     expect(verification.ok && bytesToHex(verification.headHash)).toBe(bytesToHex(authorization.headHash));
     expect(bytesToHex(authorization.bearerPublicKey)).toBe(keys.a);
     expect(authorization).toMatchObject({ settlementRail: 'pix', destination: 'alice@example.com' });
+    // It prints the redemption's id and status, and remembers them.
+    const redemptionId = field(printed, 'redemption_id');
+    expect(redemptions.has(redemptionId)).toBe(true);
+    expect(field(printed, 'status')).toBe('PENDING_PAYMENT');
+    expect(await ok(dirs.a, 'list')).toContain(`redeem: PENDING_PAYMENT (${redemptionId})`);
+    // While that redemption is open the wallet signs no other, and it sends the PLC nowhere.
+    await refused(dirs.a, 'redemption_open', 'redeem', '--token', tokenId, '--pix-key', 'alice@example.com', '--server', serverUrl);
     await refused(dirs.a, 'token_closed', 'send', '--token', tokenId, '--to', keys.b);
+
+    // status follows it through GET /api/v1/redemptions/{id}; once FAILED the bearer may redeem again.
+    redemptions.get(redemptionId)!.status = 'FAILED';
+    const status = await ok(dirs.a, 'status', '--token', tokenId, '--server', serverUrl);
+    expect(requests.at(-1)).toMatchObject({ method: 'GET', url: `/api/v1/redemptions/${redemptionId}` });
+    expect(status).toContain(`redemption:   ${redemptionId}`);
+    expect(status).toMatch(/status:\s+FAILED \(refused by the bank\)/);
+    expect(status).toContain('can be redeemed again');
+    const again = await ok(dirs.a, 'redeem', '--token', tokenId, '--pix-key', '+5511987654321', '--server', serverUrl);
+    expect(field(again, 'redemption_id')).not.toBe(redemptionId);
+    redemptions.get(field(again, 'redemption_id'))!.status = 'SETTLED';
+    expect(await ok(dirs.a, 'status', '--token', tokenId, '--server', serverUrl)).toMatch(/status:\s+SETTLED/);
+    await refused(dirs.a, 'redemption_open', 'redeem', '--token', tokenId, '--pix-key', 'alice@example.com', '--server', serverUrl);
+  });
+
+  it('redeem without a server prints the signed body', { timeout: 60_000 }, async () => {
+    const issuer = generateKeyPair();
+    const plc = createPlc({ issuerSecretKey: issuer.secretKey, amountMinor: 100n, currency: 'BRL', createdAtMs: Date.now(), ttlHours: 2 });
+    const sent = appendTransfer(plc, { senderSecretKey: issuer.secretKey, recipientPublicKey: hexToBytes(keys.c, 32), timestampMs: Date.now() });
+    await ok(dirs.c, 'receive', '--text', encodeTransportText(sent));
+    const printed = JSON.parse(await ok(dirs.c, 'redeem', '--token', plc.commitment.tokenId, '--pix-key', '12345678901')) as { authorization: unknown };
+    expect(verifyRedeem(parseRedeemAuthorizationJson(printed.authorization))).toBe(true);
+    expect(await ok(dirs.c, 'show', '--token', plc.commitment.tokenId)).toContain('signed, not posted');
   });
 
   it('cancel signs for the issuer of an untransferred PLC and posts it', { timeout: 60_000 }, async () => {
@@ -277,6 +380,82 @@ describe('wallet program', () => {
     await refused(dirs.b, 'token_closed', 'send', '--token', second, '--to', keys.c);
     await refused(dirs.c, 'not_issuer', 'cancel', '--token', tokenId);
     await refused(dirs.a, 'already_transferred', 'cancel', '--token', tokenId);
+  });
+
+  it('remembers its server (init --server, config) and uses it for every online command', { timeout: 60_000 }, async () => {
+    const dir = join(root, 'remembering');
+    expect(await ok(dir, 'init', '--server', serverUrl)).toContain(`server:     ${serverUrl}`);
+    expect(await ok(dir, 'config')).toBe(`server: ${serverUrl}\n`);
+    const created = field(await ok(dir, 'create', '--amount', '1.00', '--currency', 'BRL', '--ttl-hours', '2'), 'token_id');
+    expect(requests.at(-1)).toMatchObject({ method: 'POST', url: '/api/v1/plc/create' });
+    expect(await ok(dir, 'list')).toContain(`${created}  1.00 BRL  0 hop(s)  held`);
+    expect(await ok(dir, 'list')).toContain('server: registered');
+    const balance = await ok(dir, 'balance');
+    expect(requests.at(-1)).toMatchObject({ method: 'GET', url: `/api/v1/balance/${field(await ok(dir, 'show-key'), 'public_key')}?currency=BRL` });
+    expect(balance).toMatch(/available: 7\.00 BRL/);
+    expect(balance).toMatch(/promised:\s+3\.00 BRL/);
+    // --offline keeps a PLC local even with a server remembered; config --forget-server forgets it.
+    const before = requests.length;
+    const local = field(await ok(dir, 'create', '--amount', '1.00', '--currency', 'BRL', '--ttl-hours', '2', '--offline'), 'token_id');
+    expect(requests.length).toBe(before);
+    expect(await ok(dir, 'list')).toContain(`${local}`);
+    expect(await ok(dir, 'config', '--forget-server')).toContain('(none');
+    await refused(dir, 'no_server', 'balance');
+    await refused(dir, 'no_server', 'publish', '--token', local);
+    const bad = await wallet(dir, 'config', '--server', 'ftp://example.com');
+    expect(bad.code).toBe(2);
+  });
+
+  it('a create the server refused is listed as such, and can be re-issued or dropped', { timeout: 60_000 }, async () => {
+    const dir = join(root, 'refused');
+    await ok(dir, 'init', '--server', serverUrl);
+    const failed = await refused(dir, 'server_refused', 'create', '--amount', '9.99', '--currency', 'BRL', '--ttl-hours', '3');
+    const created = /the server refused PLC (\S+) \(INSUFFICIENT_FUNDS\)/.exec(failed.stderr)?.[1];
+    expect(created, failed.stderr).toBeDefined();
+    expect(failed.stderr).toContain(`wallet reissue --token ${created}`);
+    expect(await ok(dir, 'list')).toContain(`${created}  9.99 BRL  0 hop(s)  held`);
+    expect(await ok(dir, 'list')).toContain('server: REFUSED (INSUFFICIENT_FUNDS)');
+    // Re-issued: a new PLC of the same amount and life, the old one gone.
+    const again = await wallet(dir, 'reissue', '--token', created!);
+    expect(again.code).toBe(1); // the canned server refuses 9.99 every time
+    expect(again.stderr).toContain(`dropped ${created}`);
+    const replacement = /the server refused PLC (\S+)/.exec(again.stderr)?.[1];
+    expect(replacement).toBeDefined();
+    expect(replacement).not.toBe(created);
+    expect(existsSync(join(dir, 'plcs', `${created}.json`))).toBe(false);
+    const replaced = JSON.parse(readFileSync(join(dir, 'plcs', `${replacement}.json`), 'utf8')) as { plc: { amount: string; created_at: string; expires_at: string } };
+    expect(replaced.plc.amount).toBe('9.99');
+    expect(Date.parse(replaced.plc.expires_at) - Date.parse(replaced.plc.created_at)).toBe(3 * 3_600_000);
+    // Dropped: the server does not know it (asked first), so it is forgotten.
+    expect(await ok(dir, 'drop', '--token', replacement!)).toContain(`dropped ${replacement}`);
+    expect(requests.at(-1)).toMatchObject({ method: 'GET', url: `/api/v1/plc/${replacement}/status` });
+    expect(await ok(dir, 'list')).toBe('no PLCs\n');
+    // A PLC that was sent on, or a server registered, is never dropped.
+    await refused(dirs.a, 'already_transferred', 'drop', '--token', tokenId, '--server', serverUrl);
+  });
+
+  it('register records that the server registered the chain', { timeout: 30_000 }, async () => {
+    expect(await ok(dirs.c, 'show', '--token', tokenId)).toMatch(/registered:\s+\d{4}-/);
+    expect(await ok(dirs.c, 'list')).toContain('server: registered');
+  });
+
+  it('checks the published test vectors with its own code', { timeout: 30_000 }, async () => {
+    const output = await ok(dirs.a, 'vectors');
+    expect(output).toContain('ok  crafted Ed25519 cases (40)');
+    expect(output).toMatch(/all \d+ vectors verify/);
+    const vectors = JSON.parse(readFileSync(new URL('../protocol/vectors/protocol-v2.json', import.meta.url), 'utf8')) as { invalid_chains: { expected: { index: number | null } }[] };
+    vectors.invalid_chains[0]!.expected.index = 7;
+    writeFileSync(join(root, 'broken-vectors.json'), JSON.stringify(vectors));
+    await refused(dirs.a, 'rejected', 'vectors', '--in', join(root, 'broken-vectors.json'));
+  });
+
+  it('lists in --help every command, and docs/protocol.md section 15 lists each of them', async () => {
+    const help = (await ok(dirs.a, 'help')).split('\n');
+    const commands = help.filter((line) => /^ {2}[a-z]/.test(line)).map((line) => line.trim().split(/\s+/)[0]!);
+    expect(commands).toEqual(expect.arrayContaining(['init', 'config', 'create', 'publish', 'reissue', 'drop', 'send', 'receive', 'show', 'list', 'register', 'cancel', 'redeem', 'status', 'balance', 'vectors']));
+    const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8');
+    const section = doc.slice(doc.indexOf('## 15. Wallet program'), doc.indexOf('## 16.'));
+    for (const command of commands) expect(section, command).toMatch(new RegExp(`^${command}\\b`, 'm'));
   });
 
   it('answers usage errors with exit status 2', { timeout: 30_000 }, async () => {

@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 /**
  * The transfer route's group-committed writes: `appendTransfersBatch` (several PLCs' appends in
  * one statement) and `createTransferAppender` (which batches, keeps two appends of one PLC apart,
- * and falls back to one statement per item when a constraint refuses the batch). The database
+ * and splits a batch down to the item at fault when a constraint refuses it). The database
  * checks formats, not signatures, so the records here are well-formed random hex.
  */
 let db: TestDatabase;
@@ -152,5 +152,44 @@ describe('createTransferAppender', () => {
     expect(isUniqueViolation((outcomes[0] as PromiseRejectedResult).reason, 'plc_transfers_nonce_unique')).toBe(true);
     expect(outcomes.slice(1).every((outcome) => outcome.status === 'fulfilled' && outcome.value !== null)).toBe(true);
     for (const plc of others) expect(await stateOf(plc.tokenId)).toMatchObject({ status: 'TRANSFERRED', records: 1 });
+  });
+
+  it("gives any item's own failure (a CHECK, a bad value) to that item alone, however big the batch", async () => {
+    const appender = createTransferAppender(db.pool, { maxBatch: 64, inFlightMax: 1 });
+    const plcs = await Promise.all(Array.from({ length: 24 }, () => issued()));
+    const items = plcs.map((plc, i) => ({ ...firstHop(plc), deviceId: i % 6 === 1 ? `boom-${i}` : 'device-batch' }));
+    await db.pool.query(`ALTER TABLE plc_transfers ADD CONSTRAINT test_no_boom CHECK (device_id NOT LIKE 'boom%')`);
+    try {
+      const outcomes = await Promise.allSettled(items.map((item) => appender.append(item)));
+      for (const [i, outcome] of outcomes.entries()) {
+        if (i % 6 === 1) {
+          expect(outcome).toMatchObject({ status: 'rejected', reason: { code: '23514', constraint: 'test_no_boom' } });
+          expect(await stateOf(plcs[i]!.tokenId)).toMatchObject({ status: 'ISSUED', chain_length: 0, records: 0, outbox: 0 });
+        } else {
+          expect(outcome.status === 'fulfilled' && outcome.value !== null).toBe(true);
+          expect(await stateOf(plcs[i]!.tokenId)).toMatchObject({ status: 'TRANSFERRED', chain_length: 1, records: 1, outbox: 1 });
+        }
+      }
+    } finally {
+      await db.pool.query(`ALTER TABLE plc_transfers DROP CONSTRAINT test_no_boom`);
+    }
+  });
+
+  it('isolates an item whose status-outbox row is refused: its hop is not appended either, the others are appended and queued', async () => {
+    const appender = createTransferAppender(db.pool, { maxBatch: 64, inFlightMax: 1 });
+    const plcs = await Promise.all(Array.from({ length: 10 }, () => issued()));
+    const refused = plcs[4]!.tokenId;
+    await db.pool.query(`ALTER TABLE plc_status_outbox ADD CONSTRAINT test_refuse_one CHECK (token_id <> '${refused}')`);
+    try {
+      const outcomes = await Promise.allSettled(plcs.map((plc) => appender.append(firstHop(plc))));
+      expect(outcomes.map((o) => o.status)).toEqual(plcs.map((plc) => (plc.tokenId === refused ? 'rejected' : 'fulfilled')));
+    } finally {
+      await db.pool.query(`ALTER TABLE plc_status_outbox DROP CONSTRAINT test_refuse_one`);
+    }
+    for (const plc of plcs) {
+      expect(await stateOf(plc.tokenId)).toMatchObject(
+        plc.tokenId === refused ? { status: 'ISSUED', records: 0, outbox: 0 } : { status: 'TRANSFERRED', records: 1, outbox: 1 },
+      );
+    }
   });
 });

@@ -53,17 +53,42 @@ describe('the PostgreSQL rate-limit store (group commit)', () => {
     expect(next.ttl).toBeLessThanOrEqual(300);
   });
 
-  it('a failing statement fails every request of its batch, and the next batch goes on', async () => {
-    const Store = createPgRateLimitStore(db.pool);
+  it("a statement failing on one request's key fails that request alone: the others of its batch are counted", async () => {
+    const Store = createPgRateLimitStore(db.pool, { maxBatch: 64, inFlightMax: 1 });
     const store = new Store({ routeKey: 'fail' });
     await db.pool.query(`ALTER TABLE rate_limit_counters ADD CONSTRAINT test_no_boom CHECK (key NOT LIKE '%boom%')`);
     try {
-      const outcomes = await Promise.allSettled([incr(store, 'boom', 60_000), incr(store, 'fine', 60_000)]);
-      expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected']);
+      const keys = Array.from({ length: 40 }, (_, i) => (i % 8 === 3 ? `boom-${i}` : `fine-${i % 4}`));
+      const outcomes = await Promise.allSettled(keys.map((key) => incr(store, key, 60_000)));
+      expect(outcomes.map((o) => o.status)).toEqual(keys.map((key) => (key.startsWith('boom') ? 'rejected' : 'fulfilled')));
+      for (const outcome of outcomes) {
+        if (outcome.status === 'rejected') expect((outcome.reason as { code?: string }).code).toBe('23514');
+      }
     } finally {
       await db.pool.query(`ALTER TABLE rate_limit_counters DROP CONSTRAINT test_no_boom`);
     }
-    expect((await incr(store, 'fine', 60_000)).current).toBe(1);
+    const stored = await db.pool.query<{ key: string; hits: number }>(`SELECT key, hits FROM rate_limit_counters WHERE key LIKE 'fail:%' ORDER BY key`);
+    // 35 good requests over 4 keys (i % 4), the 5 at i % 8 === 3 refused.
+    expect(stored.rows).toEqual([
+      { key: 'fail:fine-0', hits: 10 },
+      { key: 'fail:fine-1', hits: 10 },
+      { key: 'fail:fine-2', hits: 10 },
+      { key: 'fail:fine-3', hits: 5 },
+    ]);
+    expect((await incr(store, 'fine-0', 60_000)).current).toBe(11);
+  });
+
+  it('refuses a key longer than the table allows before it joins a batch, and counts the rest of the batch', async () => {
+    const Store = createPgRateLimitStore(db.pool);
+    const store = new Store({ routeKey: 'long' });
+    const outcomes = await Promise.allSettled([incr(store, 'x'.repeat(8000), 60_000), ...Array.from({ length: 5 }, () => incr(store, 'short', 60_000))]);
+    expect(outcomes[0]).toMatchObject({ status: 'rejected', reason: { message: expect.stringContaining('at most 512') } });
+    expect(
+      outcomes
+        .slice(1)
+        .map((o) => (o.status === 'fulfilled' ? o.value.current : -1))
+        .sort(),
+    ).toEqual([1, 2, 3, 4, 5]);
   });
 
   it('tallies a batch per key in first-seen order', () => {
@@ -100,5 +125,37 @@ describe('group commit', () => {
     // Alone, an item goes at once in a batch of one.
     await expect(group.submit(5)).resolves.toBe(10);
     expect(batches.at(-1)).toEqual([5]);
+  });
+
+  it("splits a batch that fails on an item's fault down to that item, and fails a whole batch at once on any other error", async () => {
+    const itemError = (item: number) => Object.assign(new Error(`bad item ${item}`), { code: '23514' });
+    const runs: number[][] = [];
+    let outage = false;
+    const committed: number[] = [];
+    const group = createGroupCommit<number, number>(
+      async (items) => {
+        runs.push([...items]);
+        if (outage) throw Object.assign(new Error('Query read timeout'));
+        const bad = items.find((item) => item % 10 === 7);
+        if (bad !== undefined) throw itemError(bad);
+        committed.push(...items);
+        return items.map((item) => item * 2);
+      },
+      { name: 'test-isolate', maxBatch: 32, inFlightMax: 1 },
+    );
+    const outcomes = await Promise.allSettled(Array.from({ length: 32 }, (_, i) => group.submit(i)));
+    expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).message))).toEqual(
+      Array.from({ length: 32 }, (_, i) => (i % 10 === 7 ? `bad item ${i}` : i * 2)),
+    );
+    expect(committed.sort((a, b) => a - b)).toEqual(Array.from({ length: 32 }, (_, i) => i).filter((i) => i % 10 !== 7));
+    // Three bad items of 32: far fewer statements than one per item.
+    expect(runs.length).toBeLessThan(32);
+    expect(runs[0]).toHaveLength(32);
+
+    runs.length = 0;
+    outage = true;
+    const down = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => group.submit(i)));
+    expect(down.every((o) => o.status === 'rejected' && (o.reason as Error).message === 'Query read timeout')).toBe(true);
+    expect(runs).toHaveLength(1);
   });
 });

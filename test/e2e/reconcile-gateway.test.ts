@@ -47,6 +47,8 @@ interface ReportItem {
   reference_transaction_id: string | null;
   entries: { owner_id: string; bucket: string; amount: string }[] | null;
   detail: string | null;
+  finding?: string | null;
+  evidence?: Record<string, unknown> | null;
 }
 interface Report {
   run_id: string;
@@ -224,6 +226,8 @@ describe('pending-transfers', () => {
           { owner_id: 'system:world', bucket: 'AVAILABLE', currency: 'BRL', amount: '7.00' },
         ],
         detail: `gateway transfer ${transferId} DONE; ${workflowId} runs: would signal transferEvent DONE; it would book the settlement`,
+        finding: null,
+        evidence: null,
       },
     ]);
     expect(await everything()).toEqual(before);
@@ -241,6 +245,8 @@ describe('pending-transfers', () => {
         snapshot: '7.00',
         snapshot_after: '0.00',
         detail: expect.stringContaining(`${workflowId} was running: signalled transferEvent DONE`),
+        finding: null,
+        evidence: null,
       },
     ]);
     expect(await h.t.temporal.workflow.getHandle(workflowId).result()).toMatchObject({ status: 'SETTLED' });
@@ -271,6 +277,8 @@ describe('pending-transfers', () => {
         entries: null,
         snapshot_after: null,
         detail: `no gateway transfer; ${workflowId} has ended without a final status: would restart it with resume (same payout idempotency key, no second payout); it waits for the transfer and books when it ends`,
+        finding: null,
+        evidence: null,
       },
     ]);
 
@@ -283,6 +291,8 @@ describe('pending-transfers', () => {
         status: 'FIXED',
         transaction_id: settled.settle_tx_id,
         detail: expect.stringContaining('restarted with resume (same payout idempotency key)'),
+        finding: null,
+        evidence: null,
       },
     ]);
     // The resumed run found the payout the crashed one had made: exactly one transfer, paid once.
@@ -415,6 +425,8 @@ describe('cancel-stale-charges', () => {
         status: 'FIXED',
         transaction_id: failed.fail_tx_id,
         detail: expect.stringContaining('cancelled at the gateway by this run'),
+        finding: null,
+        evidence: null,
       },
     ]);
     expect(paymentOf(stale.chargeId)?.status).toBe('DELETED');
@@ -476,6 +488,8 @@ describe('a gateway that does not know a transfer', () => {
         status: 'FAILED',
         transaction_id: null,
         detail: expect.stringContaining(`the gateway refuses to answer for transfer ${unknown}`),
+        finding: null,
+        evidence: null,
       },
     ]);
     expect((await redemptionRow(redemptionId)).status).toBe('PENDING_PAYMENT');

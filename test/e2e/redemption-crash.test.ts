@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson } from '../support/wallet.ts';
+import { waitFor } from '../support/wait.ts';
 import { startWorkerProcess } from '../support/worker-process.ts';
 
 /**
@@ -21,7 +22,8 @@ afterAll(async () => {
 });
 
 describe('worker crash during a redemption', () => {
-  it('finishes after a restart with exactly one payout', async () => {
+  // Two worker processes start here (each bundles the workflows, as deployed): minutes on a busy machine.
+  it('finishes after a restart with exactly one payout', { timeout: 240_000 }, async () => {
     const first = await startWorkerProcess(h.t);
     const [issuer, bearer] = [newWallet(), newWallet()];
     await h.t.app.inject({
@@ -43,7 +45,7 @@ describe('worker crash during a redemption', () => {
     const { workflow_id: workflowId, redemption_id: redemptionId } = response.json();
     // Wait until the payout exists at the gateway, then kill the worker mid-workflow.
     const payouts = () => h.simulator.state.snapshot(100).transfers.filter((transfer) => transfer.externalReference === redemptionId);
-    for (let i = 0; i < 100 && payouts().length === 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitFor(() => payouts().length > 0, { what: 'the payout at the gateway before the kill' });
     expect(payouts()).toHaveLength(1);
     await first.kill('SIGKILL');
 

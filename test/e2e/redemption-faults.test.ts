@@ -6,6 +6,7 @@ import { storeInboxEvent } from '../../db/inbox.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 import type { Plc } from '../../src/protocol/index.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * Redemption under faults: duplicated and reordered webhooks, webhooks nobody expects, gateway
@@ -67,24 +68,15 @@ function transferBody() {
   };
 }
 
-async function eventuallyValue<T>(read: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = read();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function eventuallyAsync<T>(read: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** Waits until the redemption's pending activity (the payout's creation) has been tried `attempts` times. */
+async function activityTried(workflowId: string, attempts: number): Promise<void> {
+  await waitFor(
+    async () => {
+      const description = await h.t.temporal.workflow.getHandle(workflowId).describe();
+      return (description.raw.pendingActivities ?? []).some((activity) => (activity.attempt ?? 0) >= attempts);
+    },
+    { what: `an activity of ${workflowId} tried ${attempts} times` },
+  );
 }
 
 function payoutsOf(tokenId: string) {
@@ -102,11 +94,11 @@ describe('redemption faults', () => {
     expect(payoutsOf(plc.commitment.tokenId)).toHaveLength(1);
     // The settlement may finish before the copies arrive: wait for them, then check that they
     // were counted and settled nothing more.
-    const most = await eventuallyAsync(async () => {
+    const most = await waitFor(async () => {
       const duplicates = await h.t.db.pool.query<{ most: number | null }>(`SELECT max(duplicates) AS most FROM webhook_inbox WHERE event_type = 'TRANSFER_DONE'`);
       const value = duplicates.rows[0]?.most ?? 0;
       return value >= 1 ? value : undefined;
-    });
+    }, { what: 'the duplicated TRANSFER_DONE copies to be counted' });
     expect(most).toBeGreaterThanOrEqual(1);
     const settled = await h.t.db.pool.query(`SELECT count(*)::int AS n FROM ledger_transactions WHERE tx_type = 'REDEEM_SETTLED' AND reference_id = $1`, [
       response.json().redemption_id,
@@ -219,7 +211,8 @@ describe('redemption faults', () => {
     const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(plc, bearer, pixKey) });
     expect(response.statusCode).toBe(200);
     const opened = response.json();
-    const transfer = await eventuallyValue(() => payoutsOf(plc.commitment.tokenId)[0]);
+    // The gateway has paid out (the event is checked against it: a DONE it does not hold is contradicted).
+    const transfer = await waitFor(() => payoutsOf(plc.commitment.tokenId).find((t) => t.status === 'DONE'), { what: 'the payout at the gateway, DONE' });
     const event = {
       id: `evt_${randomUUID()}`,
       event: 'TRANSFER_DONE',
@@ -247,7 +240,8 @@ describe('redemption faults', () => {
     const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(plc, bearer, pixKey) });
     expect(response.statusCode).toBe(200);
     // The gateway creates the transfer but the answer is lost, again and again; then it heals.
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await waitFor(() => payoutsOf(plc.commitment.tokenId).length === 1, { what: 'the payout whose answer was lost' });
+    await activityTried(response.json().workflow_id, 3);
     await fetch(`${h.t.config.GATEWAY_BASE_URL}/sim/faults`, { method: 'DELETE' });
     const result = await h.t.temporal.workflow.getHandle(response.json().workflow_id).result();
     expect(result).toMatchObject({ status: 'SETTLED' });
@@ -256,7 +250,7 @@ describe('redemption faults', () => {
     await faults({ apiErrorRate: 1 });
     const second = await transferable(300n);
     const other = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(second.plc, second.bearer, pixKey) });
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await activityTried(other.json().workflow_id, 2);
     expect(payoutsOf(second.plc.commitment.tokenId)).toHaveLength(0);
     await fetch(`${h.t.config.GATEWAY_BASE_URL}/sim/faults`, { method: 'DELETE' });
     expect(await h.t.temporal.workflow.getHandle(other.json().workflow_id).result()).toMatchObject({ status: 'SETTLED' });

@@ -9,6 +9,7 @@ import { snapshotOf } from '../support/ledger.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 import type { Plc } from '../../src/protocol/index.ts';
+import { businessStatusKey } from '../../workflows/search-attributes.ts';
 
 /**
  * Redemption end to end: API -> redemption workflow -> gateway simulator (Pix transfer, the
@@ -70,12 +71,24 @@ describe('redemption through the gateway', () => {
     const opened = response.json();
     expect(opened).toMatchObject({ status: 'PENDING_PAYMENT', amount: '25.00', bearer_pubkey: d.pubkey, rail: 'pix' });
     expect(await balance(a)).toMatchObject({ available: '75.00', promised: '0.00' });
+    // The redeem answer says where the bearer follows it, without admin rights.
+    expect(opened.status_url).toBe(`/api/v1/redemptions/${opened.redemption_id}`);
     const result = await h.t.temporal.workflow.getHandle(opened.workflow_id).result();
     expect(result).toMatchObject({ status: 'SETTLED', state: { status: 'SETTLED' } });
+    const followed = await h.t.app.inject({ method: 'GET', url: opened.status_url });
+    expect(followed.statusCode).toBe(200);
+    expect(followed.json()).toMatchObject({ redemption_id: opened.redemption_id, status: 'SETTLED', amount: '25.00', fee: '0.00', gateway_status: 'DONE' });
+    expect(followed.json().gateway_transfer_id).toEqual(expect.any(String));
+    expect(followed.json().finished_at).toEqual(expect.any(String));
+    expect((await h.t.app.inject({ method: 'GET', url: `/api/v1/redemptions/${randomUUID()}` })).statusCode).toBe(404);
     const status = await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` });
     expect(status.json()).toMatchObject({ status: 'REDEEMED', chain_length: 3, bearer_pubkey: d.pubkey });
     // The settlement told the PLC's workflow, which has ended REDEEMED.
     expect(await h.t.temporal.workflow.getHandle(`plc-${plc0.commitment.tokenId}`).result()).toMatchObject({ status: 'REDEEMED' });
+    // Its BusinessStatus search attribute says so too (behind a patch: see workflows/plc.ts).
+    const plcWorkflow = await h.t.temporal.workflow.getHandle(`plc-${plc0.commitment.tokenId}`).describe();
+    expect(plcWorkflow.typedSearchAttributes.get(businessStatusKey)).toBe('REDEEMED');
+    await record(`plc-${plc0.commitment.tokenId}`, 'plc-redeemed');
     expect(await balance(d)).toMatchObject({ available: '0.00', pending: '0.00' });
     expect(await balance(a)).toMatchObject({ available: '75.00', promised: '0.00' });
     expect(await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')).toBe(-10000n + 2500n);

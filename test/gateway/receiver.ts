@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseWireJson } from '../../gateway/json.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * A local HTTP server standing in for the service: it records every request the simulator sends
@@ -46,12 +47,8 @@ export async function startReceiver(): Promise<Receiver> {
     validations() {
       return requests.filter((r) => r.path === '/validate');
     },
-    async waitFor(predicate, timeoutMs = 5_000, what = 'condition') {
-      const deadline = Date.now() + timeoutMs;
-      while (!(await predicate())) {
-        if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+    async waitFor(predicate, timeoutMs = 15_000, what = 'condition') {
+      await waitFor(predicate, { what, timeoutMs, intervalMs: 10, describe: () => `${requests.length} requests received` });
     },
     async close() {
       server.closeAllConnections();

@@ -7,8 +7,13 @@ import {
   isFinalPaymentStatus,
   isFinalTransferStatus,
   isPaidPaymentStatus,
+  paymentEventContradicts,
+  paymentOutcome,
   paymentStatusByEvent,
+  paymentStatusDecides,
   paymentStatusRank,
+  payoutEventContradicts,
+  payoutOutcome,
   shouldApplyPaymentStatus,
   shouldApplyTransferStatus,
   transferStatusByEvent,
@@ -182,5 +187,71 @@ describe('transfer status ordering', () => {
     expect(transferStatuses.filter(isFinalTransferStatus)).toEqual(['DONE', 'FAILED', 'CANCELLED']);
     expect(transferStatusByEvent.TRANSFER_IN_BANK_PROCESSING).toBe('BANK_PROCESSING');
     expect(transferStatusByEvent.TRANSFER_CREATED).toBe('PENDING');
+  });
+});
+
+describe('what a gateway status means (gateway/status.ts), asked by every path that moves money', () => {
+  it('payoutOutcome: DONE paid, FAILED and CANCELLED failed, the rest (and anything unknown) open', () => {
+    expect(transferStatuses.map((status) => [status, payoutOutcome(status)])).toEqual([
+      ['PENDING', 'open'],
+      ['BANK_PROCESSING', 'open'],
+      ['DONE', 'paid'],
+      ['FAILED', 'failed'],
+      ['CANCELLED', 'failed'],
+    ]);
+    expect(payoutOutcome('SOMETHING_NEW')).toBe('open');
+  });
+
+  it('paymentOutcome agrees with isPaidPaymentStatus and isFailedPaymentStatus, and an unknown status is open', () => {
+    for (const status of paymentStatuses) {
+      expect([status, paymentOutcome(status)]).toEqual([status, isPaidPaymentStatus(status) ? 'paid' : isFailedPaymentStatus(status) ? 'failed' : 'open']);
+    }
+    expect(paymentOutcome('SOMETHING_NEW')).toBe('open');
+    expect(paymentStatuses.filter((status) => !paymentStatusDecides(status))).toEqual(['PENDING', 'AWAITING_RISK_ANALYSIS']);
+  });
+
+  const transferRows: [event: string, gateway: string, contradicts: boolean][] = [
+    ['DONE', 'DONE', false],
+    ['FAILED', 'FAILED', false],
+    ['FAILED', 'CANCELLED', false],
+    ['CANCELLED', 'FAILED', false],
+    // The case: a TRANSFER_FAILED about a transfer the gateway paid out.
+    ['FAILED', 'DONE', true],
+    ['DONE', 'FAILED', true],
+    ['DONE', 'CANCELLED', true],
+    // A final event about a transfer the gateway still holds open is premature or false.
+    ['DONE', 'BANK_PROCESSING', true],
+    ['FAILED', 'PENDING', true],
+  ];
+  it.each(transferRows)('a transfer event %s read back as %s contradicts: %s', (event, gateway, contradicts) => {
+    expect(payoutEventContradicts(event, gateway)).toBe(contradicts);
+  });
+
+  const paymentRows: [event: PaymentStatus, gateway: PaymentStatus, contradicts: boolean][] = [
+    ['RECEIVED', 'RECEIVED', false],
+    // The gateway moved on since the event: no contradiction.
+    ['RECEIVED', 'CONFIRMED', false],
+    ['CONFIRMED', 'RECEIVED', false],
+    ['RECEIVED', 'REFUNDED', false],
+    ['OVERDUE', 'RECEIVED', false],
+    ['OVERDUE', 'DELETED', false],
+    ['PENDING', 'DELETED', false],
+    ['DELETED', 'DELETED', false],
+    // A payment the gateway never took, a cancellation it never made, a refund of nothing.
+    ['RECEIVED', 'PENDING', true],
+    ['CONFIRMED', 'OVERDUE', true],
+    ['RECEIVED', 'DELETED', true],
+    ['DELETED', 'PENDING', true],
+    ['DELETED', 'RECEIVED', true],
+    ['REFUNDED', 'CONFIRMED', true],
+    ['OVERDUE', 'PENDING', true],
+  ];
+  it.each(paymentRows)('a payment event %s read back as %s contradicts: %s', (event, gateway, contradicts) => {
+    expect(paymentEventContradicts(event, gateway)).toBe(contradicts);
+  });
+
+  it('a status read back as itself never contradicts the event that announced it', () => {
+    for (const status of paymentStatuses) expect(paymentEventContradicts(status, status)).toBe(false);
+    for (const status of transferStatuses) expect(payoutEventContradicts(status, status)).toBe(false);
   });
 });

@@ -8,6 +8,7 @@ import {
   appendTransfer,
   chainLengthMax,
   checkExpiry,
+  checkRecordClock,
   clockToleranceMsDefault,
   compareTransferChains,
   computeCommitmentHash,
@@ -234,6 +235,25 @@ describe('checkExpiry', () => {
 
   it('applies a configured tolerance', () => {
     expect(checkExpiry(c, c.expiresAtMs + 1, { clockToleranceMs: 0 })).toEqual({ ok: false, reason: 'expired' });
+  });
+});
+
+describe('checkRecordClock (records against the receiving clock, section 7.4)', () => {
+  const times = [createdAtMs + hourMs, createdAtMs + 2 * hourMs, createdAtMs + 2 * hourMs, createdAtMs + 3 * hourMs].map((timestampMs) => ({ timestampMs }));
+  it.each([
+    { name: 'an empty chain, any clock', chain: [], nowMs: 0, expected: { ok: true } },
+    { name: 'every record in the past', chain: times, nowMs: createdAtMs + 4 * hourMs, expected: { ok: true } },
+    { name: 'the last record exactly the tolerance ahead', chain: times, nowMs: createdAtMs + 3 * hourMs - toleranceMs, expected: { ok: true } },
+    { name: 'the last record 1 ms past the tolerance', chain: times, nowMs: createdAtMs + 3 * hourMs - toleranceMs - 1, expected: { ok: false, reason: 'timestamp_in_future', index: 3 } },
+    { name: 'the first record of two equal ones ahead', chain: times, nowMs: createdAtMs + hourMs, expected: { ok: false, reason: 'timestamp_in_future', index: 1 } },
+    { name: 'a chain a day ahead', chain: times, nowMs: createdAtMs - 24 * hourMs, expected: { ok: false, reason: 'timestamp_in_future', index: 0 } },
+  ])('$name', ({ chain, nowMs, expected }) => {
+    expect(checkRecordClock(chain, nowMs)).toMatchObject(expected);
+  });
+
+  it('applies a configured tolerance', () => {
+    expect(checkRecordClock(times, createdAtMs + 3 * hourMs - 1, { clockToleranceMs: 0 })).toMatchObject({ ok: false, index: 3 });
+    expect(checkRecordClock(times, createdAtMs + 3 * hourMs, { clockToleranceMs: 0 })).toEqual({ ok: true });
   });
 });
 

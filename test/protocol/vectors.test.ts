@@ -4,10 +4,12 @@
  * the way an implementer in another language would use them.
  */
 import { readFileSync } from 'node:fs';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { describe, expect, it } from 'vitest';
 import { buildProtocolVectors, vectorsPath } from '../../scripts/gen-protocol-vectors.ts';
 import {
   bytesToHex,
+  checkRecordClock,
   computeCommitmentHash,
   decodeTransport,
   decodeTransportText,
@@ -34,13 +36,29 @@ import {
 } from '../../src/protocol/index.ts';
 
 const committed = JSON.parse(readFileSync(vectorsPath, 'utf8'));
-type Vectors = ReturnType<typeof buildProtocolVectors>;
+type Vectors = Awaited<ReturnType<typeof buildProtocolVectors>>;
 const vectors = committed as Vectors;
 const h = hexToBytes;
 
 describe('protocol-v2.json', () => {
-  it('equals what scripts/gen-protocol-vectors.ts builds from the current code (regenerate it after a protocol change)', () => {
-    expect(JSON.parse(JSON.stringify(buildProtocolVectors()))).toEqual(committed);
+  it('equals what scripts/gen-protocol-vectors.ts builds from the current code (regenerate it after a protocol change)', async () => {
+    expect(JSON.parse(JSON.stringify(await buildProtocolVectors()))).toEqual(committed);
+  });
+
+  it('can be rebuilt from the file and the document alone: labels for every seed and nonce, integers as integers, tags as bytes', () => {
+    const labelled = (label: string, length: number): string =>
+      bytesToHex(sha256(new TextEncoder().encode(`svc:plc:test-vector:${label}`)).slice(0, length));
+    for (const [name, key] of Object.entries(vectors.keys)) expect(key.seed).toBe(labelled(`key:${name}`, 32));
+    expect(vectors.plc.commitment.nonce).toBe(labelled(vectors.plc.commitment.nonce_label, 16));
+    for (const transfer of vectors.plc.transfers) expect(transfer.nonce).toBe(labelled(transfer.nonce_label, 16));
+    expect(vectors.sealed.nonce).toBe(labelled(vectors.sealed.nonce_label, 24));
+    expect(vectors.plc.commitment.amount_minor).toBe(1234);
+    expect(vectors.constants.amount_minor_max).toBe(10 ** 15);
+    for (const tag of Object.values(vectors.constants.domain_tags)) {
+      // The ASCII form is the tag itself, its final NUL included (written "\u0000" in the JSON).
+      expect(bytesToHex(new TextEncoder().encode(tag.ascii))).toBe(tag.hex);
+    }
+    expect(vectors.constants.domain_tags.commitment?.ascii.endsWith('\0')).toBe(true);
   });
 
   it('derives each key from its seed', () => {
@@ -125,6 +143,15 @@ describe('protocol-v2.json', () => {
     expect(result.index).toBe(vectors.fork.expected.index);
     expect(bytesToHex(result.culpritPublicKey)).toBe(vectors.fork.expected.culprit_pubkey);
     expect(verifyForkEvidence(result.evidence)).toBe(true);
+  });
+
+  it('checks the example chain against each documented server clock (section 7.4)', () => {
+    const plc = parsePlcJson(vectors.plc.json);
+    expect(vectors.record_clock.cases.length).toBeGreaterThanOrEqual(4);
+    for (const c of vectors.record_clock.cases) {
+      const check = checkRecordClock(plc.transferChain, c.now_ms, { clockToleranceMs: vectors.record_clock.clock_tolerance_ms });
+      expect(check.ok ? { ok: true } : { ok: false, reason: check.reason, index: check.index }, c.description).toEqual(c.expected);
+    }
   });
 
   describe('invalid chains', () => {

@@ -58,7 +58,7 @@ describe('simulator webhook queue', () => {
     let failuresLeft = 2;
     receiver.webhookAnswer = () => (failuresLeft-- > 0 ? { status: 503 } : { status: 200 });
     const paymentId = await createCharge(client, 'retry');
-    await receiver.waitFor(() => receiver.events().length === 3, 3_000, 'three attempts');
+    await receiver.waitFor(() => receiver.events().length === 3, 15_000, 'three attempts');
     const attempts = receiver.events();
     expect(attempts.every((e) => e.event === 'PAYMENT_CREATED' && e.payment?.id === paymentId)).toBe(true);
     expect(new Set(attempts.map((e) => e.id)).size).toBe(1);
@@ -75,7 +75,7 @@ describe('simulator webhook queue', () => {
     receiver.webhookAnswer = () => (failuresLeft-- > 0 ? { status: 500 } : { status: 200 });
     const paymentId = await createCharge(client, 'ordered');
     await control(baseUrl, 'POST', `/sim/payments/${paymentId}/pay`);
-    await receiver.waitFor(() => receiver.events().length === 5, 3_000, 'five requests');
+    await receiver.waitFor(() => receiver.events().length === 5, 15_000, 'five requests');
     expect(receiver.events().map((e) => e.event)).toEqual(['PAYMENT_CREATED', 'PAYMENT_CREATED', 'PAYMENT_CREATED', 'PAYMENT_RECEIVED', 'PAYMENT_CONFIRMED']);
   });
 
@@ -83,7 +83,7 @@ describe('simulator webhook queue', () => {
     const { receiver, client, baseUrl } = await setup();
     receiver.webhookAnswer = () => ({ status: 500 });
     const paymentId = await createCharge(client, 'interrupt');
-    await receiver.waitFor(() => receiver.events().length === 3, 3_000, 'three failures');
+    await receiver.waitFor(() => receiver.events().length === 3, 15_000, 'three failures');
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(receiver.events()).toHaveLength(3);
     const [interrupted] = await client.listWebhooks();
@@ -97,7 +97,7 @@ describe('simulator webhook queue', () => {
     receiver.webhookAnswer = null;
     const resumed = await client.removeWebhookBackoff('wh_gateway');
     expect(resumed).toMatchObject({ interrupted: false, penalizedRequestsCount: 0 });
-    await receiver.waitFor(() => receiver.events().length === 6, 3_000, 'the queued events');
+    await receiver.waitFor(() => receiver.events().length === 6, 15_000, 'the queued events');
     expect(receiver.events().slice(3).map((e) => e.event)).toEqual(['PAYMENT_CREATED', 'PAYMENT_RECEIVED', 'PAYMENT_CONFIRMED']);
 
     const tooSoon = await client.removeWebhookBackoff('wh_gateway').then(
@@ -118,12 +118,12 @@ describe('simulator webhook queue', () => {
     for (const round of [1, 2]) {
       receiver.webhookAnswer = () => ({ status: 500 });
       await createCharge(client, `update-${round}`);
-      await receiver.waitFor(() => receiver.events().length === 2 * round - 1, 3_000, `failure ${round}`);
-      await receiver.waitFor(async () => (await client.listWebhooks())[0]?.interrupted === true, 3_000, 'interruption');
+      await receiver.waitFor(() => receiver.events().length === 2 * round - 1, 15_000, `failure ${round}`);
+      await receiver.waitFor(async () => (await client.listWebhooks())[0]?.interrupted === true, 15_000, 'interruption');
       receiver.webhookAnswer = null;
       const updated = await client.updateWebhook('wh_gateway', { interrupted: false });
       expect(updated.interrupted).toBe(false);
-      await receiver.waitFor(() => receiver.events().length === 2 * round, 3_000, `delivery ${round}`);
+      await receiver.waitFor(() => receiver.events().length === 2 * round, 15_000, `delivery ${round}`);
     }
   });
 
@@ -131,7 +131,7 @@ describe('simulator webhook queue', () => {
     const { receiver, client, baseUrl } = await setup({ webhookTimeoutMs: 30_000 });
     receiver.webhookAnswer = () => 'hang';
     await createCharge(client, 'hang');
-    await receiver.waitFor(() => receiver.events().length === 1, 3_000, 'the hanging delivery');
+    await receiver.waitFor(() => receiver.events().length === 1, 15_000, 'the hanging delivery');
     const startedAt = performance.now();
     await control(baseUrl, 'POST', '/sim/reset');
     expect(performance.now() - startedAt).toBeLessThan(1_000);
@@ -177,8 +177,8 @@ describe('simulator webhook queue', () => {
       pixAddressKeyType: 'EMAIL',
       externalReference: 'route-transfer',
     });
-    await receiver.waitFor(() => receiver.events('/transfer').some((e) => e.event === 'TRANSFER_DONE'), 3_000, 'TRANSFER_DONE');
-    await receiver.waitFor(() => receiver.events('/pix').length === 1 && receiver.events('/boleto').length === 1, 3_000, 'charge events');
+    await receiver.waitFor(() => receiver.events('/transfer').some((e) => e.event === 'TRANSFER_DONE'), 15_000, 'TRANSFER_DONE');
+    await receiver.waitFor(() => receiver.events('/pix').length === 1 && receiver.events('/boleto').length === 1, 15_000, 'charge events');
     expect(receiver.events('/pix')[0]?.payment?.id).toBe(pixId);
     expect(receiver.events('/boleto')[0]?.payment?.id).toBe(boleto.id);
     expect(receiver.events('/transfer').map((e) => e.transfer?.id)).toEqual([transfer.id, transfer.id, transfer.id]);

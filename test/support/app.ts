@@ -9,7 +9,9 @@ import { loadConfig, type Config } from '../../infra/config.ts';
 import { hashPassword } from '../../infra/passwords.ts';
 import { createWorker } from '../../worker/create-worker.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
+import { pinResetMailFromConfig } from '../../activities/security.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
+import { observeStatuses } from './documented-statuses.ts';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -19,6 +21,8 @@ export interface TestApp {
   taskQueue: string;
   /** Starts a worker on this app's task queue; stopped by close(). */
   startWorker(): Promise<Worker>;
+  /** Stops the workers started so far (close() does it too): lets them finish while their dependencies still answer. */
+  stopWorkers(): Promise<void>;
   /** Creates an admin user and returns a bearer header for it. */
   adminHeaders(role?: AdminRole): Promise<Record<string, string>>;
   /** An admin deposit through the API (needs a worker: it is booked by a deposit workflow); throws unless 200. */
@@ -32,7 +36,7 @@ export interface TestApp {
  */
 let runtimeInstalled = false;
 /** Workers in tests log only errors: expected retries (injected gateway faults) would drown the output. */
-function installQuietRuntime(): void {
+export function installQuietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
@@ -52,12 +56,17 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_TASK_QUEUE: taskQueue,
     JWT_SECRET: randomBytes(32).toString('hex'),
+    PIN_PEPPER: randomBytes(32).toString('hex'),
+    // A test machine runs many test files at once: a workflow's first task may take seconds
+    // there. The fail-fast bounds are tested on their own (test/api/dependency-outage.test.ts).
+    TEMPORAL_CALL_TIMEOUT_MS: '30000',
     ...overrides,
   });
   const connection = await Connection.connect({ address: inject('temporalAddress') });
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
   const app = await buildApp({ deps: { config, pool: db.pool, temporal, gateway }, logger: false });
+  const statuses = observeStatuses(app);
   const workers: { worker: Worker; running: Promise<void>; connection: NativeConnection }[] = [];
   let depositHeaders: Promise<Record<string, string>> | undefined;
 
@@ -76,6 +85,7 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
         taskQueue,
         pool: db.pool,
         gateway,
+        mail: pinResetMailFromConfig(config),
         workflowBundlePath: inject('workflowBundlePath'),
         shutdownGraceTimeMs: 2000,
         maxCachedWorkflows: config.TEMPORAL_MAX_CACHED_WORKFLOWS,
@@ -101,15 +111,26 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
       });
       if (response.statusCode !== 200) throw new Error(`deposit of ${amount} ${currency} to ${ownerId} answered ${response.statusCode}: ${response.body}`);
     },
-    async close() {
-      for (const entry of workers) {
+    async stopWorkers() {
+      for (const entry of workers.splice(0)) {
         entry.worker.shutdown();
         await entry.running;
         await entry.connection.close();
       }
+    },
+    async close() {
+      let undocumented: unknown;
+      try {
+        statuses.assertDocumented();
+      } catch (error) {
+        undocumented = error;
+      }
+      await testApp.stopWorkers();
       await app.close();
       await connection.close();
       await db.drop();
+      // After the cleanup, so a failing file still releases what it holds.
+      if (undocumented !== undefined) throw undocumented;
     },
   };
   return testApp;

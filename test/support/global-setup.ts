@@ -9,11 +9,14 @@ import { createPool } from '../../db/pool.ts';
 import { resolveTemporalCli, temporalCliHelp } from '../../infra/temporal-cli.ts';
 import { freePort, startTemporalDevServer, type DevServer } from '../../infra/temporal-dev-server.ts';
 import { workflowsPath } from '../../worker/workflows-path.ts';
+import { runFolderPrefix, startTestDatabase, sweepLeftoverRuns, type TestDatabaseServer } from './test-database.ts';
 
 /**
- * Once per test run: a migrated template database (each test file clones it), one Temporal dev
- * server, and one workflow bundle. Everything is torn down in the returned function, which
- * vitest calls even when tests fail; the dev server is also killed if setup itself throws.
+ * Once per test run: the PostgreSQL server (test/support/test-database.ts: TEST_DATABASE_URL,
+ * else 127.0.0.1:5432 when it answers, else an embedded one; its first line says which), a
+ * migrated template database on it (each test file clones it), one Temporal dev server, and one
+ * workflow bundle. Everything is torn down in the returned function, which vitest calls even when
+ * tests fail; what setup started is also torn down if setup itself throws.
  */
 
 declare module 'vitest' {
@@ -34,29 +37,47 @@ function databaseUrl(adminUrl: string, database: string): string {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const adminUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const runId = `${process.pid}_${Date.now().toString(36)}`;
   const templateDatabase = `${testDatabasePrefix}tpl_${runId}`;
   let devServer: DevServer | null = null;
-  const workDir = await mkdtemp(path.join(tmpdir(), 'plc-test-'));
+  let database: TestDatabaseServer | null = null;
+  let admin: pg.Client | null = null;
+  await sweepLeftoverRuns((line) => process.stdout.write(`${line}\n`));
+  const workDir = await mkdtemp(path.join(tmpdir(), `${runFolderPrefix}${process.pid}-`));
 
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
   const teardown = async (): Promise<void> => {
     await devServer?.stop();
     devServer = null;
-    const stale = await admin.query<{ datname: string }>(
-      `SELECT datname FROM pg_database WHERE datname LIKE $1 || '%' AND datname LIKE '%' || $2 || '%'`,
-      [testDatabasePrefix, runId],
-    );
-    for (const { datname } of stale.rows) {
-      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
+    if (admin !== null && database?.embedded !== true) {
+      const stale = await admin.query<{ datname: string }>(
+        `SELECT datname FROM pg_database WHERE datname LIKE $1 || '%' AND datname LIKE '%' || $2 || '%'`,
+        [testDatabasePrefix, runId],
+      );
+      for (const { datname } of stale.rows) {
+        await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
+      }
     }
-    await admin.end();
+    await admin?.end();
+    admin = null;
+    await database?.stop();
+    database = null;
     await rm(workDir, { recursive: true, force: true });
   };
 
   try {
+    database = await startTestDatabase({ runFolder: workDir });
+    process.stdout.write(`${database.description}\n`);
+    const adminUrl = database.adminUrl;
+    admin = new pg.Client({ connectionString: adminUrl });
+    try {
+      await admin.connect();
+    } catch (error) {
+      throw new Error(
+        `cannot connect to the test database (${database.description}): ${error instanceof Error ? error.message : String(error)}\n` +
+          'Set TEST_DATABASE_URL to a superuser connection, or TEST_DATABASE=embedded to run an embedded PostgreSQL.',
+        { cause: error },
+      );
+    }
     await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(templateDatabase)}`);
     const pool = createPool({ connectionString: databaseUrl(adminUrl, templateDatabase), max: 1, applicationName: 'test-setup' });
     try {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
 import { createSimulator, type Simulator } from '../../simulator/app.ts';
 import { freePort } from '../../infra/temporal-dev-server.ts';
 import {
@@ -28,7 +29,11 @@ export interface SettlementHarness {
 export async function startSettlementHarness(
   overrides: Record<string, string> = {},
   simulatorOptions: Parameters<typeof createSimulator>[0] = {},
-  options: { inProcessWorker?: boolean } = {},
+  options: {
+    inProcessWorker?: boolean;
+    /** Called before the app listens: a test adds its own hooks here (a fault injected into the service). */
+    beforeListen?: (app: FastifyInstance) => void;
+  } = {},
 ): Promise<SettlementHarness> {
   const simulatorPort = await freePort();
   const webhookToken = `test-token-${randomUUID()}`;
@@ -44,6 +49,7 @@ export async function startSettlementHarness(
     ...overrides,
   });
   if (options.inProcessWorker !== false) await t.startWorker();
+  options.beforeListen?.(t.app);
   const appUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
   const simulator = await createSimulator({
     host: '127.0.0.1',
@@ -66,6 +72,9 @@ export async function startSettlementHarness(
     appUrl,
     admin,
     async close() {
+      // The worker first, while the gateway still answers: a webhook still being routed reads
+      // the gateway (activities/gateway-word.ts) and would otherwise retry against a closed port.
+      await t.stopWorkers();
       await simulator.close();
       await t.close();
     },
@@ -79,4 +88,17 @@ export function redeemBody(plc: Plc, bearer: TestWallet, pixKey: string, timesta
     bearer.keys.secretKey,
   );
   return { plc: plcToJson(plc), authorization: redeemAuthorizationToJson(authorization) };
+}
+
+/** The protocol-level POST /api/v1/settlements body for the same redeem authorisation. */
+export function settlementBody(plc: Plc, bearer: TestWallet, pixKey: string, timestampMs: number = Date.now()) {
+  const { authorization } = redeemBody(plc, bearer, pixKey, timestampMs);
+  return {
+    plc_id: plc.commitment.tokenId,
+    plc_payload: Buffer.from(JSON.stringify(plcToJson(plc))).toString('base64'),
+    settlement_rail: 'pix',
+    destination: { pix_key: pixKey },
+    bearer_signature: authorization.signature,
+    timestamp_ms: authorization.timestamp_ms,
+  };
 }

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
 import { resolveTemporalCli } from '../../infra/temporal-cli.ts';
+import { waitFor } from './wait.ts';
 
 const run = promisify(execFile);
 
@@ -15,13 +16,7 @@ export async function temporalCliJson(args: string[]): Promise<unknown> {
   return JSON.parse(stdout) as unknown;
 }
 
-/** Polls `check` until it returns a value (visibility is eventually consistent). */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not true within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+/** Polls `check` until it returns a value (visibility is eventually consistent); test/support/wait.ts's deadline. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 30_000, what = 'an eventually consistent read'): Promise<T> {
+  return waitFor(check, { what, timeoutMs, intervalMs: 200 });
 }

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { workerPreloadUrl } from '../../worker/workflow-thread-guard.ts';
 import type { TestApp } from './app.ts';
+import { GiveUp, waitFor } from './wait.ts';
 
 /**
  * The worker as a real child process, started as deployed (`node --import ./worker/preload.ts worker/main.ts`), so a test can kill it with SIGKILL
@@ -14,7 +15,7 @@ export interface WorkerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function startWorkerProcess(t: TestApp, startedTimeoutMs = 60_000): Promise<WorkerProcess> {
+export async function startWorkerProcess(t: TestApp, startedTimeoutMs = 120_000): Promise<WorkerProcess> {
   const file = fileURLToPath(new URL('../../worker/main.ts', import.meta.url));
   const child = spawn(process.execPath, ['--import', workerPreloadUrl, file], {
     env: {
@@ -29,6 +30,8 @@ export async function startWorkerProcess(t: TestApp, startedTimeoutMs = 60_000):
       GATEWAY_WEBHOOK_TOKEN: t.config.GATEWAY_WEBHOOK_TOKEN,
       GATEWAY_TIMEOUT_MS: String(t.config.GATEWAY_TIMEOUT_MS),
       SHUTDOWN_GRACE_MS: '1000',
+      // Schedules are per namespace, which test files share: no test worker keeps one.
+      GATEWAY_AUDIT_INTERVAL_MS: '0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -38,14 +41,17 @@ export async function startWorkerProcess(t: TestApp, startedTimeoutMs = 60_000):
   };
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
-  const deadline = Date.now() + startedTimeoutMs;
-  while (!output.includes('worker started')) {
-    if (child.exitCode !== null) throw new Error(`worker exited early:\n${output}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`worker did not start within ${startedTimeoutMs} ms:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  try {
+    await waitFor(
+      () => {
+        if (child.exitCode !== null) throw new GiveUp(`worker exited early:\n${output}`);
+        return output.includes('worker started');
+      },
+      { what: 'the worker process to start', timeoutMs: startedTimeoutMs, intervalMs: 100, describe: () => output.slice(-2000) },
+    );
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
   }
   return {
     child,

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { withDomainErrors } from '../../api/temporal.ts';
+import { bookDepositUpdate, depositWorkflow } from '../../workflows/deposit.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
 
@@ -65,30 +68,68 @@ describe('deposit workflow', () => {
     }
   });
 
-  it('answers a refusal with its domain code, books nothing and ends the workflow', async () => {
+  it('answers a replay, even after the Idempotency-Key window, without another workflow run', async () => {
     const key = `wf-${randomUUID()}`;
     await t.db.pool.query(`INSERT INTO ledger_accounts (owner_id, kind, status) VALUES ('frozen-owner', 'user', 'FROZEN')
                            ON CONFLICT DO NOTHING`);
-    // Deposits credit; a frozen account can still receive, so the refusal here is a reused key.
-    const first = await t.app.inject({
-      method: 'POST',
-      url: '/api/v1/balance/deposit',
-      headers: { ...admin, 'idempotency-key': key },
-      payload: { owner_id: 'frozen-owner', amount: '1.00', currency: 'BRL' },
-    });
+    const deposit = (amount: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/balance/deposit',
+        headers: { ...admin, 'idempotency-key': key },
+        payload: { owner_id: 'frozen-owner', amount, currency: 'BRL' },
+      });
+    // Deposits credit; a frozen account can still receive.
+    const first = await deposit('1.00');
     expect(first.statusCode).toBe(200);
     expect(first.json()).toMatchObject({ status: 'FROZEN', available: '1.00' });
-    const second = await t.app.inject({
+    const workflow = t.temporal.workflow.getHandle(`deposit-${key}`);
+    expect(await workflow.result()).toMatchObject({ status: 'BOOKED' });
+    const { runId } = await workflow.describe();
+
+    // The same key with another deposit is refused at the edge.
+    const reused = await deposit('2.00');
+    expect(reused.statusCode).toBe(422);
+    expect(reused.json().detail[0]).toMatchObject({ loc: ['header', 'idempotency-key'], type: 'IDEMPOTENCY_KEY_REUSED' });
+    // Past the window the stored answer is gone; the booking answers instead (the current
+    // balance, not marked replayed), and another deposit under the key is still refused.
+    await t.db.pool.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE scope = 'deposit' AND key = $1`, [key]);
+    const late = await deposit('1.00');
+    expect(late.statusCode).toBe(200);
+    expect(late.headers['x-idempotency-replayed']).toBeUndefined();
+    expect(late.json()).toMatchObject({ status: 'FROZEN', available: '1.00' });
+    await t.db.pool.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE scope = 'deposit' AND key = $1`, [key]);
+    expect((await deposit('2.00')).statusCode).toBe(422);
+    expect((await workflow.describe()).runId).toBe(runId);
+    const balance = await t.app.inject({ method: 'GET', url: '/api/v1/balance/frozen-owner' });
+    expect(balance.json()).toMatchObject({ available: '1.00' });
+  });
+
+  it('refuses in the workflow what the ledger refuses, books nothing and ends the run REFUSED', async () => {
+    const key = `wf-${randomUUID()}`;
+    const ownerId = `owner-${randomUUID().slice(0, 8)}`;
+    const booked = await t.app.inject({
       method: 'POST',
       url: '/api/v1/balance/deposit',
       headers: { ...admin, 'idempotency-key': key },
-      payload: { owner_id: 'frozen-owner', amount: '2.00', currency: 'BRL' },
+      payload: { owner_id: ownerId, amount: '1.00', currency: 'BRL' },
     });
-    expect(second.statusCode).toBe(422);
-    // The retry after the first run ended started a second run, which refused and ended too.
-    const result = await t.temporal.workflow.getHandle(`deposit-${key}`).result();
-    expect(result).toEqual({ status: 'REFUSED', code: 'IDEMPOTENCY_KEY_REUSED' });
-    const balance = await t.app.inject({ method: 'GET', url: '/api/v1/balance/frozen-owner' });
+    expect(booked.statusCode).toBe(200);
+    await t.temporal.workflow.getHandle(`deposit-${key}`).result();
+    // A run started behind the API's back with another amount under the same key: the ledger
+    // refuses the posting, the update fails with its code and the run ends REFUSED.
+    const update = t.temporal.workflow.executeUpdateWithStart(bookDepositUpdate, {
+      args: [{ idempotencyKey: key, ownerId, currency: 'BRL', amountMinor: '200', requestedBy: 'test' }],
+      startWorkflowOperation: new WithStartWorkflowOperation(depositWorkflow, {
+        workflowId: `deposit-${key}`,
+        taskQueue: t.taskQueue,
+        args: [{ idempotencyKey: key, ownerId }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      }),
+    });
+    await expect(withDomainErrors(() => update)).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(await t.temporal.workflow.getHandle(`deposit-${key}`).result()).toEqual({ status: 'REFUSED', code: 'IDEMPOTENCY_KEY_REUSED' });
+    const balance = await t.app.inject({ method: 'GET', url: `/api/v1/balance/${ownerId}` });
     expect(balance.json()).toMatchObject({ available: '1.00' });
   });
 });

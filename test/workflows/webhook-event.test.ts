@@ -48,6 +48,12 @@ function transferDone(): { id: string; text: string } {
   return { id, text: JSON.stringify(body) };
 }
 
+/** Events about nothing we know never reach the gateway: a read here is a bug. */
+const noGateway = {
+  getTransfer: () => Promise.reject(new Error('the gateway must not be read for an event about nothing we know')),
+  getPayment: () => Promise.reject(new Error('the gateway must not be read for an event about nothing we know')),
+};
+
 /** Runs one webhook workflow on a worker of its own whose routing step is `route`. */
 async function runWith(
   route: ReturnType<typeof createWebhookActivities>['routeInboxEvent'],
@@ -61,7 +67,7 @@ async function runWith(
     namespace: t.config.TEMPORAL_NAMESPACE,
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
-    activities: { ...createWebhookActivities({ pool: t.db.pool }), routeInboxEvent: route },
+    activities: { ...createWebhookActivities({ pool: t.db.pool, gateway: noGateway }), routeInboxEvent: route },
   });
   try {
     return await worker.runUntil(t.temporal.workflow.execute(webhookEventWorkflow, { workflowId, taskQueue, args: [{ inboxId }] }));
@@ -97,7 +103,7 @@ describe('webhook event workflow', () => {
     await record(workflowId, 'webhook-event-dead');
 
     // An operator's reprocessing: a new run of the same id, routing healthy again.
-    const real = createWebhookActivities({ pool: t.db.pool }).routeInboxEvent;
+    const real = createWebhookActivities({ pool: t.db.pool, gateway: noGateway }).routeInboxEvent;
     expect(await runWith(real, row.id, workflowId)).toBe('IGNORED');
     const reprocessed = await getInboxEvent(t.db.pool, row.id);
     expect(reprocessed).toMatchObject({ status: 'IGNORED', attempts: 1 });
@@ -107,7 +113,7 @@ describe('webhook event workflow', () => {
   it('retries a failing routing step with backoff until it succeeds', async () => {
     const event = transferDone();
     const { row } = await storeInboxEvent(t.db.pool, { provider: 'gateway', endpoint: 'redemption/gateway', eventId: event.id, eventType: 'TRANSFER_DONE', rawBody: event.text });
-    const real = createWebhookActivities({ pool: t.db.pool }).routeInboxEvent;
+    const real = createWebhookActivities({ pool: t.db.pool, gateway: noGateway }).routeInboxEvent;
     const attempts: number[] = [];
     const flaky: typeof real = async (input) => {
       attempts.push(Date.now());

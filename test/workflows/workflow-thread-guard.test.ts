@@ -5,6 +5,7 @@ import { Worker as Thread } from 'node:worker_threads';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { findStuck, workerPreloadUrl as preload } from '../../worker/workflow-thread-guard.ts';
+import { GiveUp, waitFor } from '../support/wait.ts';
 
 /**
  * The workflow-thread guard (worker/workflow-thread-guard.ts): its bookkeeping, that it leaves
@@ -70,12 +71,13 @@ async function startGuardWorker(taskQueue: string, withPreload: boolean): Promis
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const deadline = Date.now() + 60_000;
-  while (!/guard (on|off)/.test(output)) {
-    if (child.exitCode !== null) throw new Error(`guard worker exited early:\n${output}`);
-    if (Date.now() > deadline) throw new Error(`guard worker did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await waitFor(
+    () => {
+      if (child.exitCode !== null) throw new GiveUp(`guard worker exited early:\n${output}`);
+      return /guard (on|off)/.test(output);
+    },
+    { what: 'the guard worker to start', timeoutMs: 120_000, describe: () => output.slice(-2000) },
+  );
   return { process: child, output: () => output, exited };
 }
 
@@ -118,7 +120,14 @@ describe('a worker process against the dev server', () => {
     children.push(child);
     expect(child.output()).toContain('guard off');
     const spinning = await client.workflow.start('spinsForever', { taskQueue, workflowId: `spins-${randomUUID()}`, args: [] });
-    await new Promise((resolve) => setTimeout(resolve, 7000));
+    // The SDK's own limit (5 s) fails the workflow task; the process lives on.
+    await waitFor(
+      async () => {
+        const history = await spinning.fetchHistory();
+        return (history.events ?? []).some((event) => event.workflowTaskFailedEventAttributes !== undefined && event.workflowTaskFailedEventAttributes !== null);
+      },
+      { what: 'the SDK to fail the spinning workflow task', intervalMs: 250 },
+    );
     expect(child.process.exitCode).toBeNull();
     await spinning.terminate('test over');
     child.process.kill('SIGTERM');

@@ -1,0 +1,258 @@
+import { useState } from 'preact/hooks';
+import { api, ApiError, type ConsoleConfig, type Session } from '../api.ts';
+import { shortId, uuidPattern, when } from '../format.ts';
+import { Card, ErrorBox, Notice, Status, useLoad, WorkflowLink } from '../ui.tsx';
+
+interface Redemption {
+  redemption_id: string;
+  token_id: string;
+  status: string;
+  amount: string;
+  fee: string;
+  currency: string;
+  bearer_pubkey: string;
+  destination_masked: string;
+  gateway_transfer_id: string | null;
+  gateway_status: string | null;
+  failure_reason: string | null;
+  workflow_id: string;
+  created_at: string;
+  finished_at: string | null;
+}
+interface RedemptionDetail extends Redemption {
+  payout_attempt: number;
+  payout_error: string | null;
+  attempts: { attempt: number; gateway_transfer_id: string | null; gateway_status: string | null; closed_reason: string; closed_at: string }[];
+  retries: { retry_id: string; requested_by: string; reason: string; requested_at: string; outcome: string | null; detail: string | null; attempt: number | null }[];
+}
+interface RetryAnswer {
+  retry_id: string;
+  outcome: string;
+  detail: string;
+  attempt: number;
+  redemption: Redemption;
+}
+
+const statuses = ['PENDING_PAYMENT', 'SETTLED', 'FAILED'] as const;
+
+export function RedemptionsPage(props: { session: Session; config: ConsoleConfig; status: string }) {
+  const status = (statuses as readonly string[]).includes(props.status) ? props.status : 'PENDING_PAYMENT';
+  const { data, error, reload } = useLoad(
+    async () => (await api<Redemption[]>(props.session, `/admin/redemptions?status=${status}&limit=100`)).body,
+    [status],
+  );
+  return (
+    <div>
+      <h2>
+        Redemptions <button class="small" onClick={reload}>Refresh</button>
+      </h2>
+      <nav class="tabs">
+        {statuses.map((value) => (
+          <a key={value} href={`#/redemptions?status=${value}`} class={value === status ? 'active' : ''}>
+            {value}
+          </a>
+        ))}
+      </nav>
+      <ErrorBox error={error} />
+      {data === null ? null : data.length === 0 ? (
+        <Notice>No {status} redemption.</Notice>
+      ) : (
+        <table data-testid="redemptions">
+          <thead>
+            <tr>
+              <th>redemption</th>
+              <th>PLC</th>
+              <th>status</th>
+              <th>gateway</th>
+              <th>amount</th>
+              <th>opened</th>
+              <th>workflow</th>
+            </tr>
+          </thead>
+          <tbody>
+            {data.map((row) => (
+              <tr key={row.redemption_id}>
+                <td>
+                  <a href={`#/redemption/${row.redemption_id}`}>{shortId(row.redemption_id)}</a>
+                </td>
+                <td>
+                  <a href={`#/plc/${row.token_id}`}>{shortId(row.token_id)}</a>
+                </td>
+                <td>
+                  <Status value={row.status} />
+                </td>
+                <td>{row.gateway_status ?? '—'}</td>
+                <td class="num">
+                  {row.amount} {row.currency}
+                </td>
+                <td>{when(row.created_at)}</td>
+                <td>
+                  <WorkflowLink config={props.config} workflowId={row.workflow_id} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+function RetryForm(props: { session: Session; redemption: RedemptionDetail; onDone: (answer: RetryAnswer | null) => void }) {
+  const [reason, setReason] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const [answer, setAnswer] = useState<RetryAnswer | null>(null);
+  return (
+    <form
+      class="retry"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        if (reason.trim().length < 3) {
+          setError(new Error('Say why you retry (at least 3 characters): it is recorded with the retry.'));
+          return;
+        }
+        setBusy(true);
+        setError(null);
+        try {
+          const result = (await api<RetryAnswer>(props.session, `/admin/redemptions/${props.redemption.redemption_id}/retry`, { method: 'POST', body: { reason } })).body;
+          setAnswer(result);
+          props.onDone(result);
+        } catch (failure) {
+          setError(failure);
+          if (failure instanceof ApiError && failure.status === 409) props.onDone(null);
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <label>
+        Reason
+        <input name="reason" value={reason} onInput={(event) => setReason((event.target as HTMLInputElement).value)} placeholder="why this retry" maxLength={500} />
+      </label>
+      <button type="submit" disabled={busy}>
+        {busy ? 'Retrying…' : 'Retry settlement'}
+      </button>
+      <ErrorBox error={error} />
+      {answer === null ? null : (
+        <div class="notice" role="status" data-testid="retry-outcome">
+          <Status value={answer.outcome} /> {answer.detail}
+        </div>
+      )}
+    </form>
+  );
+}
+
+export function RedemptionDetailPage(props: { session: Session; config: ConsoleConfig; redemptionId: string }) {
+  const valid = uuidPattern.test(props.redemptionId);
+  const { data, error, reload } = useLoad(
+    async () => (valid ? (await api<RedemptionDetail>(props.session, `/admin/redemptions/${props.redemptionId}`)).body : null),
+    [props.redemptionId],
+  );
+  if (!valid) return <ErrorBox error={new Error(`"${props.redemptionId}" is not a redemption id (a UUID).`)} />;
+  if (error !== null) return <ErrorBox error={error} />;
+  if (data === null) return <p class="muted">Loading…</p>;
+  return (
+    <div data-testid="redemption-detail">
+      <h2>
+        Redemption <code>{data.redemption_id}</code> <Status value={data.status} /> <button class="small" onClick={reload}>Refresh</button>
+      </h2>
+      <div class="grid">
+        <Card title="Payout">
+          <dl>
+            <dt>amount · fee</dt>
+            <dd>
+              {data.amount} · {data.fee} {data.currency}
+            </dd>
+            <dt>PLC</dt>
+            <dd>
+              <a href={`#/plc/${data.token_id}`}>{shortId(data.token_id)}</a>
+            </dd>
+            <dt>to</dt>
+            <dd>{data.destination_masked}</dd>
+            <dt>gateway transfer</dt>
+            <dd>
+              {shortId(data.gateway_transfer_id, 12)} <Status value={data.gateway_status} />
+            </dd>
+            <dt>attempt</dt>
+            <dd>{data.payout_attempt}</dd>
+            {data.payout_error === null ? null : (
+              <>
+                <dt>stuck because</dt>
+                <dd class="bad">{data.payout_error}</dd>
+              </>
+            )}
+            {data.failure_reason === null ? null : (
+              <>
+                <dt>failure</dt>
+                <dd class="bad">{data.failure_reason}</dd>
+              </>
+            )}
+            <dt>opened · finished</dt>
+            <dd>
+              {when(data.created_at)} · {when(data.finished_at)}
+            </dd>
+            <dt>workflow</dt>
+            <dd>
+              <WorkflowLink config={props.config} workflowId={data.workflow_id} />
+            </dd>
+          </dl>
+        </Card>
+        <Card title="Retry settlement">
+          {data.status === 'PENDING_PAYMENT' ? (
+            <RetryForm session={props.session} redemption={data} onDone={() => reload()} />
+          ) : (
+            <p class="muted">A {data.status} redemption is final: nothing to retry.</p>
+          )}
+        </Card>
+        <Card title="Retries" wide>
+          {data.retries.length === 0 ? (
+            <p class="muted">No retry yet.</p>
+          ) : (
+            <table class="compact" data-testid="retries">
+              <thead>
+                <tr>
+                  <th>when</th>
+                  <th>by</th>
+                  <th>reason</th>
+                  <th>outcome</th>
+                  <th>detail</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.retries.map((retry) => (
+                  <tr key={retry.retry_id}>
+                    <td>{when(retry.requested_at)}</td>
+                    <td>{retry.requested_by}</td>
+                    <td>{retry.reason}</td>
+                    <td>
+                      <Status value={retry.outcome ?? 'RUNNING'} />
+                    </td>
+                    <td>{retry.detail ?? ''}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </Card>
+        {data.attempts.length === 0 ? null : (
+          <Card title="Closed payout attempts" wide>
+            <table class="compact">
+              <tbody>
+                {data.attempts.map((attempt) => (
+                  <tr key={attempt.attempt}>
+                    <td>#{attempt.attempt}</td>
+                    <td>{shortId(attempt.gateway_transfer_id, 12)}</td>
+                    <td>{attempt.gateway_status ?? '—'}</td>
+                    <td>{attempt.closed_reason}</td>
+                    <td>{when(attempt.closed_at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Card>
+        )}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bytesToHex, chainHeadHash, currentBearer, plcToJson, signRedeem, type Plc } from '../../src/protocol/index.ts';
+import { loadDocument, operationsOf } from '../support/openapi.ts';
+import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { cancelBody, hop, issue, newWallet, type TestWallet } from '../support/wallet.ts';
+
+/**
+ * The Idempotency-Key, one table over every operation that takes it (read from the served
+ * OpenAPI, so a new one must join the table): the same key and body answers the stored response
+ * marked `X-Idempotency-Replayed: true`; the same key with another body is refused; a request
+ * while the first with its key is still running is answered 409. One implementation serves them
+ * all (api/plugins/idempotency.ts).
+ */
+
+let h: SettlementHarness;
+const device = { 'x-device-id': 'device-idempotency' };
+const pixKey = '123e4567-e89b-42d3-a456-556642440000';
+const payer = { name: 'Maria Silva', cpf_cnpj: '52998224725', email: 'maria@example.com' };
+
+beforeAll(async () => {
+  h = await startSettlementHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function fund(owner: string, amount: string): Promise<void> {
+  await h.t.deposit(owner, amount);
+}
+
+/** A PLC issued (through the API) by a funded issuer, and the wallets around it. */
+async function issuedPlc(): Promise<{ plc: Plc; issuer: TestWallet; bearer: TestWallet }> {
+  const issuer = newWallet();
+  await fund(issuer.pubkey, '10.00');
+  const plc = issue(issuer, { amountMinor: 300n });
+  const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
+  expect(response.statusCode, response.body).toBe(200);
+  return { plc, issuer, bearer: newWallet() };
+}
+
+function settlementBody(plc: Plc, bearer: TestWallet, destination: string) {
+  const timestampMs = Date.now();
+  const authorization = signRedeem(
+    { tokenId: plc.commitment.tokenId, headHash: chainHeadHash(plc), settlementRail: 'pix', destination, timestampMs },
+    bearer.keys.secretKey,
+  );
+  if (bytesToHex(currentBearer(plc)) !== bearer.pubkey) throw new Error('not the bearer');
+  return {
+    plc_id: plc.commitment.tokenId,
+    plc_payload: Buffer.from(JSON.stringify(plcToJson(plc))).toString('base64'),
+    settlement_rail: 'pix',
+    destination: { pix_key: destination },
+    bearer_signature: bytesToHex(authorization.signature),
+    timestamp_ms: timestampMs,
+  };
+}
+
+interface Case {
+  /** A request that succeeds, and another body for the same operation. */
+  body: unknown;
+  other: unknown;
+  headers: Record<string, string>;
+  /** The operation's URL when its path has parameters. */
+  url?: string;
+}
+
+/** One row per operation that takes an Idempotency-Key: how to make a fresh request for it. */
+const table: Record<string, () => Promise<Case>> = {
+  'POST /api/v1/plc/create': async () => {
+    const issuer = newWallet();
+    await fund(issuer.pubkey, '10.00');
+    return { body: { plc: plcToJson(issue(issuer, { amountMinor: 100n })) }, other: { plc: plcToJson(issue(issuer, { amountMinor: 200n })) }, headers: device };
+  },
+  'POST /api/v1/plcs': async () => {
+    const issuer = newWallet();
+    await fund(issuer.pubkey, '10.00');
+    return { body: plcToJson(issue(issuer, { amountMinor: 100n })), other: plcToJson(issue(issuer, { amountMinor: 200n })), headers: device };
+  },
+  'POST /api/v1/transfer/': async () => {
+    const { plc, issuer, bearer } = await issuedPlc();
+    return { body: { plc: plcToJson(hop(plc, issuer, bearer)) }, other: { plc: plcToJson(hop(plc, issuer, newWallet())) }, headers: device };
+  },
+  'POST /api/v1/plc/{token_id}/cancel': async () => {
+    const { plc, issuer } = await issuedPlc();
+    const signedAtMs = Date.now();
+    // Two authorisations of the same cancel, signed a second apart: each a valid request on its own.
+    return {
+      body: cancelBody(plc, issuer, signedAtMs),
+      other: cancelBody(plc, issuer, signedAtMs - 1000),
+      headers: device,
+      url: `/api/v1/plc/${plc.commitment.tokenId}/cancel`,
+    };
+  },
+  'POST /api/v1/redeem/': async () => {
+    const { plc, issuer, bearer } = await issuedPlc();
+    const held = hop(plc, issuer, bearer);
+    return { body: redeemBody(held, bearer, pixKey), other: redeemBody(held, bearer, 'maria@example.com'), headers: device };
+  },
+  'POST /api/v1/settlements': async () => {
+    const { plc, issuer, bearer } = await issuedPlc();
+    const held = hop(plc, issuer, bearer);
+    return { body: settlementBody(held, bearer, pixKey), other: settlementBody(held, bearer, 'maria@example.com'), headers: device };
+  },
+  'POST /api/v1/redemption/pix': async () => {
+    const owner = `owner-${randomUUID().slice(0, 8)}`;
+    return { body: { owner_id: owner, amount: '10.00', customer: payer }, other: { owner_id: owner, amount: '11.00', customer: payer }, headers: device };
+  },
+  'POST /api/v1/redemption/boleto': async () => {
+    const owner = `owner-${randomUUID().slice(0, 8)}`;
+    return { body: { owner_id: owner, amount: '10.00', customer: payer }, other: { owner_id: owner, amount: '11.00', customer: payer }, headers: device };
+  },
+  'POST /api/v1/balance/deposit': async () => {
+    const owner = `owner-${randomUUID().slice(0, 8)}`;
+    return { body: { owner_id: owner, amount: '5.00', currency: 'BRL' }, other: { owner_id: owner, amount: '6.00', currency: 'BRL' }, headers: h.admin };
+  },
+};
+
+function send(operation: string, key: string, body: unknown, headers: Record<string, string>, url?: string) {
+  const [method, path] = operation.split(' ') as ['POST', string];
+  return h.t.app.inject({ method, url: url ?? path, headers: { ...headers, 'idempotency-key': key }, payload: body as object });
+}
+
+/** Holds every table a first request's work writes or reads, so that it stays in progress. */
+async function withWorkBlocked<T>(work: () => Promise<T>): Promise<T> {
+  const client = await h.t.db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('LOCK TABLE ledger_transactions, plcs, redemptions, charges IN ACCESS EXCLUSIVE MODE');
+    return await work();
+  } finally {
+    await client.query('ROLLBACK');
+    client.release();
+  }
+}
+
+async function untilClaimed(key: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const { rowCount } = await h.t.db.pool.query(`SELECT 1 FROM idempotency_records WHERE key = $1 AND state = 'IN_PROGRESS'`, [key]);
+    if (rowCount === 1) return;
+    await sleep(20);
+  }
+  throw new Error(`the first request with key ${key} never claimed it`);
+}
+
+describe('Idempotency-Key', () => {
+  it('has a row in this table for every operation that takes the header, and no other', async () => {
+    const document = await loadDocument(h.t.app);
+    const taking = operationsOf(document)
+      .filter(({ operation }) => operation.parameters?.some((parameter) => parameter.in === 'header' && parameter.name === 'idempotency-key'))
+      .map(({ name }) => name)
+      .sort();
+    expect(taking).toEqual(Object.keys(table).sort());
+    // Each documents the replay header on its success and the in-progress refusal.
+    for (const { name, operation } of operationsOf(document).filter((op) => taking.includes(op.name))) {
+      expect(Object.keys(operation.responses['200']?.headers ?? {}), name).toContain('x-idempotency-replayed');
+      expect(operation.responses['409'], name).toBeDefined();
+    }
+  });
+
+  describe.each(Object.keys(table))('%s', (operation) => {
+    it('answers the same key and body from the stored answer, marked replayed', async () => {
+      const { body, headers, url } = await (table[operation] as () => Promise<Case>)();
+      const key = `idem-${randomUUID()}`;
+      const first = await send(operation, key, body, headers, url);
+      expect(first.statusCode, first.body).toBe(200);
+      expect(first.headers['x-idempotency-replayed']).toBeUndefined();
+      const again = await send(operation, key, body, headers, url);
+      expect(again.statusCode).toBe(200);
+      expect(again.headers['x-idempotency-replayed']).toBe('true');
+      expect(again.json()).toEqual(first.json());
+    });
+
+    it('refuses the same key with another body (422 IDEMPOTENCY_KEY_REUSED, loc the header)', async () => {
+      const { body, other, headers, url } = await (table[operation] as () => Promise<Case>)();
+      const key = `idem-${randomUUID()}`;
+      expect((await send(operation, key, body, headers, url)).statusCode).toBe(200);
+      const reused = await send(operation, key, other, headers, url);
+      expect(reused.statusCode, reused.body).toBe(422);
+      expect(reused.json().detail).toEqual([expect.objectContaining({ loc: ['header', 'idempotency-key'], type: 'IDEMPOTENCY_KEY_REUSED' })]);
+    });
+
+    it('answers 409 IDEMPOTENCY_REQUEST_IN_PROGRESS while the first request with the key runs, which then completes', async () => {
+      const { body, headers, url } = await (table[operation] as () => Promise<Case>)();
+      const key = `idem-${randomUUID()}`;
+      let first: ReturnType<typeof send> | undefined;
+      const concurrent = await withWorkBlocked(async () => {
+        first = send(operation, key, body, headers, url);
+        await untilClaimed(key);
+        return send(operation, key, body, headers, url);
+      });
+      expect(concurrent.statusCode, concurrent.body).toBe(409);
+      expect(concurrent.json()).toMatchObject({ code: 'IDEMPOTENCY_REQUEST_IN_PROGRESS' });
+      const done = await first;
+      expect(done?.statusCode, done?.body).toBe(200);
+      const replay = await send(operation, key, body, headers, url);
+      expect(replay.headers['x-idempotency-replayed']).toBe('true');
+      expect(replay.json()).toEqual(done?.json());
+    });
+  });
+
+  it('stores a refusal as an answer too: the replay gets the same 409, marked replayed', async () => {
+    const issuer = newWallet();
+    const body = { plc: plcToJson(issue(issuer, { amountMinor: 100n })) };
+    const key = `idem-${randomUUID()}`;
+    const refused = await send('POST /api/v1/plc/create', key, body, device);
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json()).toMatchObject({ code: 'INSUFFICIENT_FUNDS' });
+    // Funds arriving in between change nothing for this key: the answer is the stored one.
+    await fund(issuer.pubkey, '10.00');
+    const replay = await send('POST /api/v1/plc/create', key, body, device);
+    expect(replay.statusCode).toBe(409);
+    expect(replay.headers['x-idempotency-replayed']).toBe('true');
+    expect(replay.json()).toEqual(refused.json());
+  });
+
+  it('keeps no answer for a 422, so the corrected request with the same key runs', async () => {
+    const owner = `owner-${randomUUID().slice(0, 8)}`;
+    const key = `idem-${randomUUID()}`;
+    const invalid = await send('POST /api/v1/balance/deposit', key, { owner_id: owner, amount: '1.001', currency: 'BRL' }, h.admin);
+    expect(invalid.statusCode).toBe(422);
+    const corrected = await send('POST /api/v1/balance/deposit', key, { owner_id: owner, amount: '1.00', currency: 'BRL' }, h.admin);
+    expect(corrected.statusCode, corrected.body).toBe(200);
+    expect(corrected.headers['x-idempotency-replayed']).toBeUndefined();
+  });
+});

@@ -1,0 +1,183 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createGatewayClient, type GatewayClient } from '../../gateway/client.ts';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/app.ts';
+import { waitFor } from '../support/wait.ts';
+import { control, dueInDays, startReceiver, type Receiver } from '../gateway/receiver.ts';
+
+/**
+ * The simulator with a state file (SIMULATOR_STATE_FILE, as npm start runs it): charges,
+ * transfers, idempotency keys, the balance and queued webhooks survive a restart, and a
+ * transfer waiting for its validation is validated after it; a process killed with SIGKILL right
+ * after answering has kept what it answered.
+ */
+
+const apiKey = 'persist-key';
+const root = path.resolve(import.meta.dirname, '../..');
+let dir = '';
+const open: Simulator[] = [];
+const receivers: Receiver[] = [];
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'sim-state-'));
+});
+
+afterEach(async () => {
+  for (const simulator of open.splice(0)) await simulator.close();
+  for (const receiver of receivers.splice(0)) await receiver.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function start(overrides: SimulatorOptions = {}): Promise<{ simulator: Simulator; client: GatewayClient; baseUrl: string }> {
+  const simulator = await createSimulator({ port: 0, apiKey, webhookUrl: null, validationUrl: null, stateFile: path.join(dir, 'gateway.sqlite'), seed: 1, ...overrides });
+  open.push(simulator);
+  const baseUrl = await simulator.listen();
+  return { simulator, baseUrl, client: createGatewayClient({ baseUrl, apiKey, timeoutMs: 5_000 }) };
+}
+
+async function stop(simulator: Simulator): Promise<void> {
+  open.splice(open.indexOf(simulator), 1);
+  await simulator.close();
+}
+
+async function receiver(): Promise<Receiver> {
+  const started = await startReceiver();
+  receivers.push(started);
+  return started;
+}
+
+const transferInput = (reference: string) => ({
+  idempotencyKey: `transfer:${reference}`,
+  amountMinor: 12_345n,
+  pixAddressKey: 'payee@example.com',
+  pixAddressKeyType: 'EMAIL' as const,
+  externalReference: reference,
+});
+
+describe('simulator state file', () => {
+  it('keeps charges, transfers, idempotency keys and the balance across a restart', async () => {
+    const first = await start();
+    const customer = await first.client.createCustomer({ idempotencyKey: 'customer:1', name: 'Payer', externalReference: 'c1' });
+    const payment = await first.client.createPayment({
+      idempotencyKey: 'charge:1',
+      customerId: customer.id,
+      billingType: 'BOLETO',
+      amountMinor: 5_000n,
+      dueDate: dueInDays(2),
+      externalReference: 'charge-1',
+    });
+    await control(first.baseUrl, 'POST', `/sim/payments/${payment.id}/pay`);
+    const transfer = await first.client.createTransfer(transferInput('payout-1'));
+    const done = await waitFor(async () => {
+      const now = await first.client.getTransfer(transfer.id);
+      return now.status === 'DONE' ? now : undefined;
+    }, { what: 'the payout to settle' });
+    const balanceBefore = (await control(first.baseUrl, 'GET', '/sim/state')).balance;
+    await stop(first.simulator);
+
+    const second = await start();
+    expect(await second.client.getTransfer(transfer.id)).toEqual(done);
+    expect(await second.client.getPayment(payment.id)).toMatchObject({ id: payment.id, status: 'CONFIRMED', amountMinor: 5_000n });
+    expect((await control(second.baseUrl, 'GET', '/sim/state')).balance).toBe(balanceBefore);
+    // The same key answers the same transfer, and a different body under it is still refused.
+    const replayed = await second.client.createTransfer(transferInput('payout-1'));
+    expect(replayed.id).toBe(transfer.id);
+    await expect(second.client.createTransfer({ ...transferInput('payout-1'), amountMinor: 1n })).rejects.toMatchObject({ status: 409 });
+    expect((await control(second.baseUrl, 'GET', '/sim/state')).counts).toMatchObject({ customers: 1, payments: 1, transfers: 1 });
+
+    // A reset forgets the file's contents too.
+    await control(second.baseUrl, 'POST', '/sim/reset');
+    await stop(second.simulator);
+    const third = await start();
+    await expect(third.client.getTransfer(transfer.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('delivers after a restart the events queued before it, with the same event ids', async () => {
+    const down = await receiver();
+    down.webhookAnswer = () => ({ status: 503 });
+    const first = await start({ webhookUrl: `${down.url}/webhook`, webhookRetryBaseMs: 20, webhookRetryMaxMs: 50, webhookInterruptAfterFailures: 100 });
+    const customer = await first.client.createCustomer({ idempotencyKey: 'customer:q', name: 'Payer', externalReference: 'q' });
+    const payment = await first.client.createPayment({
+      idempotencyKey: 'charge:q',
+      customerId: customer.id,
+      billingType: 'PIX',
+      amountMinor: 1_000n,
+      dueDate: dueInDays(1),
+      externalReference: 'q',
+    });
+    await control(first.baseUrl, 'POST', `/sim/payments/${payment.id}/pay`);
+    await waitFor(() => down.events().length >= 2, { what: 'two failed delivery attempts' });
+    const refused = new Set(down.events().map((event) => event.id));
+    await stop(first.simulator);
+
+    const up = await receiver();
+    await start({ webhookUrl: `${up.url}/webhook` });
+    await waitFor(() => up.events().length === 3, { what: 'the three queued events', describe: () => `${up.events().length} delivered` });
+    expect(up.events().map((event) => event.event)).toEqual(['PAYMENT_CREATED', 'PAYMENT_RECEIVED', 'PAYMENT_CONFIRMED']);
+    // The event the first run kept retrying is the same event (same id), not a new one.
+    expect(refused.has(up.events()[0]?.id ?? '')).toBe(true);
+  });
+
+  it('asks again for the validation of a transfer that was waiting for it', async () => {
+    const validator = await receiver();
+    const first = await start({ validationUrl: `${validator.url}/validate`, validationDelayMs: 600_000 });
+    const transfer = await first.client.createTransfer(transferInput('pending-1'));
+    expect(transfer.status).toBe('PENDING');
+    await stop(first.simulator);
+
+    const second = await start({ validationUrl: `${validator.url}/validate`, validationDelayMs: 20 });
+    await waitFor(async () => (await second.client.getTransfer(transfer.id)).status === 'DONE', { what: 'the resumed validation to settle the payout' });
+    expect(validator.validations()).toHaveLength(1);
+  });
+
+  it('has kept what it answered when the process is killed with SIGKILL', async () => {
+    const file = path.join(dir, 'killed.sqlite');
+    const run = async (): Promise<{ url: string; kill: () => Promise<void> }> => {
+      const child = spawn(process.execPath, ['simulator/main.ts'], {
+        cwd: root,
+        env: { ...process.env, SIMULATOR_PORT: '0', SIMULATOR_API_KEY: apiKey, SIMULATOR_WEBHOOK_URL: 'off', SIMULATOR_VALIDATION_URL: 'off', SIMULATOR_STATE_FILE: file },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+      });
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      try {
+        const url = await waitFor(() => /"url":"(http:\/\/[^"]+)".*gateway simulator listening/.exec(output)?.[1], {
+          what: 'the simulator process to listen',
+          describe: () => output.slice(-500),
+        });
+        return {
+          url,
+          kill: async () => {
+            child.kill('SIGKILL');
+            await exited;
+          },
+        };
+      } catch (error) {
+        child.kill('SIGKILL');
+        throw error;
+      }
+    };
+    const first = await run();
+    const client = createGatewayClient({ baseUrl: first.url, apiKey, timeoutMs: 5_000 });
+    const transfers = [];
+    for (let i = 0; i < 5; i += 1) transfers.push(await client.createTransfer(transferInput(`killed-${i}`)));
+    await first.kill();
+
+    const second = await run();
+    try {
+      const after = createGatewayClient({ baseUrl: second.url, apiKey, timeoutMs: 5_000 });
+      for (const transfer of transfers) expect((await after.getTransfer(transfer.id)).id).toBe(transfer.id);
+    } finally {
+      await second.kill();
+    }
+  });
+});
