@@ -79,6 +79,11 @@ export const errorCodes = [
   'REDEMPTION_FAILED_FINAL',
   'REDEMPTION_NOT_STALLED',
   'RETRY_NOT_SUPPORTED',
+  // Fees with consent (docs/limits-and-fees.md)
+  'FEE_SCHEDULE_VERSION_UNKNOWN',
+  'FEE_SCHEDULE_SUPERSEDED',
+  'FEE_CONSENT_REQUIRED',
+  'FEE_EXCEEDS_AMOUNT',
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

@@ -28,6 +28,7 @@ import { openRedemptionUpdate, redemptionWorkflow } from '../../workflows/redemp
 import { bearerIdKey, businessStatusKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from '../chain-intake.ts';
 import { isAuthorizationUsed } from '../../db/used-authorizations.ts';
+import { redemptionFee } from '../../services/fees.ts';
 import { checkForkAgainstRegistered } from '../../services/fork-check.ts';
 import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
 import { adminErrors, errorResponse, pageQuery, standardErrors } from '../schemas/common.ts';
@@ -108,6 +109,14 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
     // redemption's opening transaction records it and decides a race.
     const authorizationHash = bytesToHex(redeemAuthorizationHash(authorization));
     if (await isAuthorizationUsed(pool, authorizationHash)) throw authorizationReplayed();
+    // The fee, by the schedule version the bearer consented to: refused here, before anything is
+    // booked, when it charges a fee the bearer never consented to (docs/limits-and-fees.md).
+    const fee = await redemptionFee(pool, {
+      ownerId: bearerPubkey,
+      rail: 'PIX',
+      amountMinor: plc.commitment.amountMinor,
+      currency: plc.commitment.currency,
+    });
     const redemptionId = randomUUID();
     const tokenId = plc.commitment.tokenId;
     const workflowId = `redemption-${redemptionId}`;
@@ -133,7 +142,8 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
             destination: authorization.destination,
             destinationType,
             deviceId,
-            feeMinor: '0',
+            feeMinor: fee.feeMinor.toString(),
+            feeScheduleVersion: fee.version,
             authorizationHash,
             signedAtMs: authorization.timestampMs,
             presented: plc.transferChain.map(fromTransferRecord),
