@@ -4,6 +4,7 @@ import { DomainError } from '../src/errors.ts';
 import { formatAmount, isCurrency } from '../src/money/currency.ts';
 import { verifyFeeConsent, type SignedFeeConsent } from '../src/fees/consent.ts';
 import { checkFreshness } from '../src/protocol/auth-messages.ts';
+import type { SettlementRail } from '../src/protocol/constants.ts';
 import { bytesToHex } from '../src/protocol/bytes.ts';
 import { computeFee, ruleFor, type FeeBreakdown, type FeeRail, type FeeRule, type FeeTier } from '../src/fees/schedule.ts';
 
@@ -12,6 +13,11 @@ import { computeFee, ruleFor, type FeeBreakdown, type FeeRail, type FeeRule, typ
  * redemption is charged, refused before anything is booked when the bearer has not consented to a
  * schedule that charges it.
  */
+
+/** The fee schedule's rail of a protocol settlement rail (`pix` -> PIX, `boleto` -> BOLETO). */
+export function feeRailOf(settlementRail: SettlementRail): FeeRail {
+  return settlementRail === 'pix' ? 'PIX' : 'BOLETO';
+}
 
 /**
  * The owner's reputation tier, the one place fees read it. BRONZE (the lowest) when nothing is

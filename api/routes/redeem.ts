@@ -28,7 +28,7 @@ import { openRedemptionUpdate, redemptionWorkflow } from '../../workflows/redemp
 import { bearerIdKey, businessStatusKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from '../chain-intake.ts';
 import { isAuthorizationUsed } from '../../db/used-authorizations.ts';
-import { redemptionFee } from '../../services/fees.ts';
+import { feeRailOf, redemptionFee } from '../../services/fees.ts';
 import { checkForkAgainstRegistered } from '../../services/fork-check.ts';
 import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
 import { adminErrors, errorResponse, pageQuery, standardErrors } from '../schemas/common.ts';
@@ -113,7 +113,7 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
     // booked, when it charges a fee the bearer never consented to (docs/limits-and-fees.md).
     const fee = await redemptionFee(pool, {
       ownerId: bearerPubkey,
-      rail: 'PIX',
+      rail: feeRailOf(authorization.settlementRail),
       amountMinor: plc.commitment.amountMinor,
       currency: plc.commitment.currency,
     });
