@@ -9,7 +9,7 @@ import { b2bQuoteValidityDays, quotePlan, type FeeRule } from '../../src/fees/sc
 import { formatAmount } from '../../src/money/currency.ts';
 import { hexToBytes } from '../../src/protocol/bytes.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
-import { examplePubkeys } from '../schemas/examples.ts';
+import { exampleFeeConsent, examplePubkeys } from '../schemas/examples.ts';
 import {
   b2bQuoteRequest,
   b2bQuoteResponse,
@@ -48,14 +48,6 @@ function rateLimit(groupId: string, max: number) {
   return { rateLimit: { max, timeWindow: 60_000, groupId, keyGenerator: (request: FastifyRequest) => request.ip } };
 }
 
-export const exampleFeeConsent = {
-  public_key: examplePubkeys.bob,
-  schedule_version: 1,
-  device_id: 'device-7f3a9c',
-  operation_timestamp: 1768479000000,
-  device_signature:
-    'a4375ed0704ab25ec0843f05e1579b4a34ed603462b5255aff1efd9443b54dd82f0975dd7f76490c302604a4053e5195aba1cc949dcf786077e58d6ac2602c0e',
-};
 
 export async function feeRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();

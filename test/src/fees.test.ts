@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { exampleFeeConsent } from '../../api/routes/fees.ts';
+import { exampleFeeConsent } from '../../api/schemas/examples.ts';
 import { b2bPlans } from '../../src/b2b/plans.ts';
 import { feeConsentMessage, signFeeConsent, verifyFeeConsent } from '../../src/fees/consent.ts';
 import { checkRules, computeFee, feeRails, feeTiers, proportionalMinor, quotePlan, ruleFor, type FeeRule } from '../../src/fees/schedule.ts';
