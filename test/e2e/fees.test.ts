@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishFeeSchedule } from '../../db/fees.ts';
 import { findViolations } from '../../db/ledger.ts';
 import { signFeeConsent } from '../../src/fees/consent.ts';
 import { bytesToHex, type Plc } from '../../src/protocol/index.ts';
+import { field, ok } from '../bin/wallet-cli.ts';
 import { snapshotOf } from '../support/ledger.ts';
 import { redeemBody, settlementBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
@@ -132,6 +136,27 @@ describe('a redemption with a fee', () => {
     expect(await balance(b)).toMatchObject({ pending: '0.00', available: '0.00' });
     expect(await balance(a)).toMatchObject({ available: '75.00', promised: '0.00' });
     expect(await findViolations(h.t.db.pool)).toEqual([]);
+  });
+
+  it('the wallet program shows the schedule and signs its consent: the estimate then needs none', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wallet-fees-'));
+    try {
+      const key = field(await ok(dir, 'init', '--server', h.appUrl), 'public_key');
+      const shown = await ok(dir, 'fees');
+      expect(shown).toContain('fee schedule version 2: Pix charged');
+      expect(shown).toMatch(/PIX\s+any tier\s+0\.10 \+ 100 bps, min 0\.20, max 5\.00/);
+      expect((await h.t.app.inject({ method: 'POST', url: '/api/v1/fees/estimate', payload: { amount: '25.00', rail: 'PIX', owner_id: key } })).json()).toMatchObject({
+        consent_required: true,
+      });
+      expect(await ok(dir, 'fees', '--consent')).toContain('consented to fee schedule version 2');
+      expect(await ok(dir, 'fees', '--consent')).toContain('already consented to fee schedule version 2');
+      expect((await h.t.app.inject({ method: 'POST', url: '/api/v1/fees/estimate', payload: { amount: '25.00', rail: 'PIX', owner_id: key } })).json()).toMatchObject({
+        consented_version: 2,
+        consent_required: false,
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a failed redemption books no fee: the whole amount goes back to the issuer', async () => {
