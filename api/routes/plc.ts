@@ -10,6 +10,7 @@ import { forkFindingOf } from '../../src/plc/fork-check.ts';
 import { decideRegistration } from '../../src/plc/register-transfers.ts';
 import { isAuthorizationUsed, recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
 import { checkForkAgainstRegistered, refuseFork } from '../../services/fork-check.ts';
+import { ceilingsOf, deviceLimits } from '../../services/plc-limits.ts';
 import {
   bytesEqual,
   bytesToHex,
@@ -80,6 +81,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
   const { pool, temporal, config } = app.deps;
   const toleranceMs = config.CLOCK_TOLERANCE_MS;
+  const ceilings = ceilingsOf(config);
   const registeredChains = new RegisteredChains(config.PLC_CHAIN_MEMO_MAX);
   const transferAppender = createTransferAppender(pool, { maxBatch: 64, inFlightMax: config.GROUP_COMMIT_IN_FLIGHT });
 
@@ -107,6 +109,8 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         config.PLC_EXPIRY_OVERRIDE_MS === undefined
           ? expiryDueAtMs(commitment.expiresAtMs, toleranceMs)
           : nowMs + config.PLC_EXPIRY_OVERRIDE_MS;
+      // The device's progressive limits (services/plc-limits.ts), enforced by plc_issue.
+      const { limits } = await deviceLimits(pool, ceilings, issuerPubkey, deviceId);
       const workflowId = `plc-${tokenId}`;
       const startWorkflowOperation = new WithStartWorkflowOperation(plcWorkflow, {
         workflowId,
@@ -135,8 +139,8 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
               commitmentHash: bytesToHex(plc.commitmentHash),
               signature: bytesToHex(plc.issuerSignature),
               deviceId,
-              amountMaxMinor: config.PLC_MAX_AMOUNT_MINOR.toString(),
-              dailyLimitMinor: config.PLC_DAILY_LIMIT_MINOR.toString(),
+              amountMaxMinor: limits.maxAmountMinor.toString(),
+              dailyLimitMinor: limits.dailyLimitMinor.toString(),
             },
           ],
           startWorkflowOperation,
@@ -172,7 +176,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         ...createSchema,
         summary: 'Register an issuer-signed PLC: books AVAILABLE -> PROMISED and starts its workflow (plc-<token_id>)',
         description:
-          "The issuer's wallet made and signed the PLC (docs/protocol.md); this registers it: the commitment and signature are verified, `created_at` must be within the clock tolerance of the server's clock, the chain must be empty, and the amount is checked against `PLC_MAX_AMOUNT_MINOR` and the daily limit. The PLC workflow (`plc-<token_id>`) books issuer AVAILABLE -> PROMISED in one transaction and answers; it then waits for the PLC's expiry. A retry of the same PLC answers `created: false` with its current state; the optional Idempotency-Key (300 s) answers a retry from the stored response. Refusals: 409 `INSUFFICIENT_FUNDS`, `ACCOUNT_FROZEN`, `PLC_ALREADY_EXISTS` (another PLC under this token id), `PLC_DAILY_LIMIT_EXCEEDED`; 422 `PLC_INVALID.<reason>`, `PLC_NOT_FRESH`, `PLC_AMOUNT_ABOVE_MAXIMUM`.",
+          "The issuer's wallet made and signed the PLC (docs/protocol.md); this registers it: the commitment and signature are verified, `created_at` must be within the clock tolerance of the server's clock, the chain must be empty, and the amount is checked against the device's progressive limits (per PLC and per 24 hours, from the owner's reputation tier and volume or an approved override, under `PLC_MAX_AMOUNT_MINOR` and `PLC_DAILY_LIMIT_MINOR`; docs/limits-and-fees.md). A refusal names the limit, what is left and the increase-request route. The PLC workflow (`plc-<token_id>`) books issuer AVAILABLE -> PROMISED in one transaction and answers; it then waits for the PLC's expiry. A retry of the same PLC answers `created: false` with its current state; the optional Idempotency-Key (300 s) answers a retry from the stored response. Refusals: 409 `INSUFFICIENT_FUNDS`, `ACCOUNT_FROZEN`, `PLC_ALREADY_EXISTS` (another PLC under this token id), `PLC_DAILY_LIMIT_EXCEEDED`; 422 `PLC_INVALID.<reason>`, `PLC_NOT_FRESH`, `PLC_AMOUNT_ABOVE_MAXIMUM`.",
         body: createPlcRequest,
         requestExample: { body: { plc: examplePlcIssued } },
       },
