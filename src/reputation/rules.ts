@@ -106,7 +106,7 @@ export function applyEvent(
 ): AppliedEvent {
   if (sanctionKinds.includes(event.kind)) {
     const next = { score: 0, sanctioned: true };
-    return { state: next, delta: -state.score, tier: tierOf(0, true) };
+    return { state: next, delta: 0 - state.score, tier: tierOf(0, true) };
   }
   const score = clampScore(state.score + ruleDelta(event.kind, event));
   const next = { score, sanctioned: state.sanctioned };
