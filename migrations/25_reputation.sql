@@ -178,5 +178,5 @@ BEGIN
 END;
 $$;
 CREATE TRIGGER risk_flags_reputation AFTER INSERT ON risk_flags FOR EACH ROW
-  WHEN (NEW.subject_pubkey IS NOT NULL AND NEW.flag_type IN ('DOUBLE_SPEND_FORK', 'DOUBLE_REDEMPTION_ATTEMPT'))
+  WHEN (char_length(NEW.subject_pubkey) BETWEEN 1 AND 128 AND NEW.flag_type IN ('DOUBLE_SPEND_FORK', 'DOUBLE_REDEMPTION_ATTEMPT'))
   EXECUTE FUNCTION reputation_on_risk_flag();
