@@ -213,10 +213,16 @@ describe('increase requests and their review', () => {
     expect((await requestIncrease({ device_id: deviceId, requested_max_amount: '900.00', requested_daily_limit: '1500.00', reason: 'more' })).statusCode).toBe(200);
   });
 
-  it('a rejection changes no limit', async () => {
+  it('a rejection changes no limit; of two decisions sent at once, one is recorded and the other is a 409', async () => {
     const { deviceId } = await ownerWithDevice();
     const request = (await requestIncrease({ device_id: deviceId, requested_max_amount: '600.00', requested_daily_limit: '1000.00', reason: 'why not' })).json();
-    const rejected = await decide(request.request_id, { decision: 'REJECT', note: 'no history yet' });
+    const both = await Promise.all([
+      decide(request.request_id, { decision: 'REJECT', note: 'no history yet' }),
+      decide(request.request_id, { decision: 'REJECT', note: 'no history yet' }),
+    ]);
+    expect(both.map((response) => response.statusCode).sort()).toEqual([200, 409]);
+    const rejected = both.find((response) => response.statusCode === 200)!;
+    expect(both.find((response) => response.statusCode === 409)!.json()).toMatchObject({ code: 'LIMIT_REQUEST_NOT_PENDING' });
     expect(rejected.json()).toMatchObject({ status: 'REJECTED', granted: null, override_ends_at: null });
     expect((await limitsOf(deviceId)).json()).toMatchObject({ source: 'TIER', max_amount: '500.00', override: null });
     expect((await decide(request.request_id, { decision: 'APPROVE' })).statusCode).toBe(409);
