@@ -24,8 +24,8 @@ export function feeRailOf(settlementRail: SettlementRail): FeeRail {
  * known of the owner.
  */
 export async function tierOfOwner(db: Queryable, ownerId: string): Promise<FeeTier> {
-  // No reputation is recorded yet: every owner is unknown, so BRONZE. The reputation rules
-  // (issue 21, "Reputation") answer here once they land.
+  // Not yet wired to the reputation tiers (db/reputation.ts, RESTRICTED to PREMIUM): their
+  // mapping to the fee tiers is decided at the merge of issue 21, here and nowhere else.
   void db;
   void ownerId;
   return Promise.resolve('BRONZE');
