@@ -108,4 +108,5 @@ export const serverPaths = {
   keyCheck: (publicKey: string): string => `api/v1/security/key/check/${publicKey}`,
   redemption: (redemptionId: string): string => `api/v1/redemptions/${redemptionId}`,
   balance: (ownerId: string): string => `api/v1/balance/${ownerId}`,
+  blocklist: 'api/v1/blocklist',
 } as const;

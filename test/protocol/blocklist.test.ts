@@ -93,3 +93,13 @@ describe('blocklist format rules', () => {
     expect(verifyBlocklistJson('nonsense', service.publicKey)).toMatchObject({ ok: false, reason: 'malformed' });
   });
 });
+
+describe('docs/protocol.md section 18', () => {
+  it('publishes the development and test-vector keys of the vectors file', () => {
+    const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8');
+    const section = doc.slice(doc.indexOf('## 18. The blocklist'));
+    expect(section).toContain(committed.development_key.public_key);
+    expect(section).toContain(committed.service_key.public_key);
+    expect(doc).toContain(committed.constants.domain_tag.hex);
+  });
+});
