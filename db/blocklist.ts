@@ -137,6 +137,25 @@ export function latestBlock(db: Queryable, pubkey: string): Promise<KeyBlockRow 
 /** The role a blocked key was refused in (migration 28's triggers). */
 export type BlockedRole = 'issuer' | 'signer' | 'bearer';
 
+/** The refusal for `pubkey` in `role`, as the triggers' refusal maps (keyBlockedError). */
+export function keyBlockedRefusal(pubkey: string, role: BlockedRole, blockId: string): DomainError {
+  return new DomainError('KEY_BLOCKED', `this key is blocked: a fork proved it spent a PLC twice (refused as ${role})`, {
+    pubkey,
+    role,
+    block_id: blockId,
+    blocklist_url: '/api/v1/blocklist',
+  });
+}
+
+/** The block in force of a key, if any (one index lookup). */
+export function activeBlock(db: Queryable, pubkey: string): Promise<KeyBlockRow | null> {
+  return maybeOne(db, keyBlockRow, {
+    name: 'blocklist-active-of',
+    text: `SELECT ${columns} FROM key_blocks WHERE pubkey = $1 AND lifted_at IS NULL`,
+    values: [pubkey],
+  });
+}
+
 /** SQLSTATE of migration 28's refusal (class 23: one item's fault). */
 export const keyBlockedSqlState = '23K01';
 
@@ -153,11 +172,6 @@ export function keyBlockedError(error: unknown): DomainError | null {
   } catch {
     // The message alone still names the refusal.
   }
-  const role = typeof detail.role === 'string' ? detail.role : 'signer';
-  return new DomainError('KEY_BLOCKED', `this key is blocked: a fork proved it spent a PLC twice (refused as ${role})`, {
-    pubkey: detail.pubkey,
-    role,
-    block_id: detail.block_id,
-    blocklist_url: '/api/v1/blocklist',
-  });
+  const role = detail.role === 'issuer' || detail.role === 'bearer' ? detail.role : 'signer';
+  return keyBlockedRefusal(String(detail.pubkey), role, String(detail.block_id));
 }

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
+import { openRedemption } from '../../db/redemptions.ts';
+import { decideRegistration } from '../../src/plc/register-transfers.ts';
 import { blocklistSigningKey, createBlocklistPublisher } from '../../services/blocklist.ts';
-import { bytesToHex, developmentBlocklistPublicKey, generateKeyPair, hexToBytes, isBlocked, verifyBlocklistJson, type Plc } from '../../src/protocol/index.ts';
+import { bytesToHex, chainHeadHash, developmentBlocklistPublicKey, generateKeyPair, hexToBytes, isBlocked, verifyBlocklistJson, type Plc } from '../../src/protocol/index.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { redeemBody } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
@@ -169,6 +171,29 @@ describe('a blocked key is refused, with 409 KEY_BLOCKED and nothing written', (
     const used = await t.db.pool.query('SELECT 1 FROM used_authorizations WHERE token_id = $1', [stillHeld.commitment.tokenId]);
     expect(used.rows).toEqual([]);
     expect(await findViolations(t.db.pool)).toEqual([]);
+  });
+
+  it('as the bearer in the opening transaction itself (the trigger behind the service\'s early check)', async () => {
+    const opening = openRedemption(
+      t.db.pool,
+      {
+        redemptionId: randomUUID(),
+        tokenId: stillHeld.commitment.tokenId,
+        bearerPubkey: culprit.pubkey,
+        headHash: bytesToHex(chainHeadHash(stillHeld)),
+        destination: pixKey,
+        destinationType: 'EVP',
+        deviceId: 'blocklist-device-1',
+        feeMinor: 0n,
+        nowMs: Date.now(),
+        expiryGraceMs: 300_000,
+      },
+      (plc, known) => decideRegistration({ status: plc.status, redemptionInFlight: plc.redemption_id !== null }, known, stillHeld.transferChain),
+    );
+    await expect(opening).rejects.toMatchObject({ code: 'KEY_BLOCKED', details: { pubkey: culprit.pubkey, role: 'bearer' } });
+    const { rows } = await t.db.pool.query('SELECT id FROM redemptions WHERE token_id = $1', [stillHeld.commitment.tokenId]);
+    expect(rows).toEqual([]);
+    expect(await balance(culprit)).toMatchObject({ pending: '0.00' });
   });
 
   it('an innocent holder is not refused for a hop the culprit signed before the fork', async () => {
