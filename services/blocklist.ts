@@ -1,5 +1,6 @@
 import { blockKey, blocklistVersion, currentBlocklist, liftBlock, type KeyBlockRow } from '../db/blocklist.ts';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
+import { recordReputationEvent } from '../db/reputation.ts';
 import { raiseRiskFlag, type RiskFlagRow } from '../db/risk-flags.ts';
 import { DomainError } from '../src/errors.ts';
 import { forkEvidenceJson, forkFlagKey, type ForkFinding } from '../src/plc/fork-check.ts';
@@ -21,17 +22,15 @@ import {
  */
 
 /**
- * Called in the blocking transaction, once per new block, after the block row is written.
- *
- * MERGE HOOK (issue 21, reputation): the reputation module (h21a) exports
- * `recordReputationEvent`; this is where the blocked key's owner drops to the lowest tier, in this
- * same transaction: `await recordReputationEvent(tx, { ownerId: entry.owner_id, kind:
- * 'KEY_BLOCKED', reference: entry.id, ... })`. Until that module is merged this hook has nothing
- * to call; it is the one seam the blocklist leaves for it.
+ * Called in the blocking transaction, once per new block, after the block row is written: the
+ * owner's reputation drops to the lowest tier, sanctioned (docs/limits-and-fees.md, `KEY_BLOCKED`),
+ * in this same transaction. Recorded once per block.
  */
 export async function onKeyBlocked(tx: PoolClient, entry: KeyBlockRow): Promise<void> {
-  void tx;
-  void entry;
+  await recordReputationEvent(tx, entry.owner_id, 'KEY_BLOCKED', {
+    reason: `key ${entry.pubkey} blocked: a fork it signed was proven (risk flag ${entry.risk_flag_id}, shown at ${entry.route})`,
+    reference: `key-block:${entry.id}`,
+  });
 }
 
 /** Where a fork was shown. */
@@ -54,6 +53,12 @@ export async function recordForkAndBlock(pool: Pool, finding: ForkFinding, where
       tokenId: finding.tokenId,
       dedupeKey: forkFlagKey(finding),
       details: { ...evidence, route: where.route, device_id: where.deviceId },
+    });
+    // The proof itself sanctions the owner (once per fork: the flag is its reference).
+    await recordReputationEvent(tx, finding.culpritPubkey, 'FORK_PROVEN', {
+      reason: `fork proven: two successors of one state of PLC ${finding.tokenId} signed by ${finding.culpritPubkey}`,
+      reference: `risk-flag:${flag.id}`,
+      severity: 'high',
     });
     const { created, entry } = await blockKey(tx, {
       pubkey: finding.culpritPubkey,

@@ -96,6 +96,14 @@ describe('a proven fork blocks its culprit', () => {
     expect(isBlocked(after, culprit.keys.publicKey)).toBe(true);
     expect(isBlocked(before, culprit.keys.publicKey)).toBe(false);
     expect(blocks.json().version).toBe(after.version);
+    // In the same transaction, the owner's reputation: the fork proven and the key blocked, each
+    // recorded once, the owner sanctioned in the lowest tier.
+    const reputation = (await t.app.inject({ method: 'GET', url: `/api/v1/admin/reputation/${culprit.pubkey}`, headers: admin })).json();
+    expect(reputation).toMatchObject({ tier: 'RESTRICTED', sanctioned: true, score: 0 });
+    const history = (await t.app.inject({ method: 'GET', url: `/api/v1/admin/reputation/${culprit.pubkey}/history?limit=200`, headers: admin })).json();
+    const kinds = (Array.isArray(history) ? history : history.items ?? history.events).map((event: { kind: string }) => event.kind);
+    expect(kinds.filter((kind: string) => kind === 'FORK_PROVEN')).toHaveLength(1);
+    expect(kinds.filter((kind: string) => kind === 'KEY_BLOCKED')).toHaveLength(1);
 
     // The same fork shown again: one more occurrence of the flag, no second block, no new version.
     const again = await transfer(hop(held, culprit, newWallet()));
