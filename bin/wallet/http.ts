@@ -109,4 +109,6 @@ export const serverPaths = {
   redemption: (redemptionId: string): string => `api/v1/redemptions/${redemptionId}`,
   balance: (ownerId: string): string => `api/v1/balance/${ownerId}`,
   blocklist: 'api/v1/blocklist',
+  feeSchedule: 'api/v1/fees/schedule',
+  feeConsent: 'api/v1/fees/consent',
 } as const;
