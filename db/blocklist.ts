@@ -5,7 +5,7 @@ import type { PoolClient, Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
 
 /**
- * The blocklist of keys proven to cheat (migration 28): blocks, lifts, the list's versions, and
+ * The blocklist of keys proven to cheat (migration 27_key_blocklist): blocks, lifts, the list's versions, and
  * the refusal the database raises when a blocked key issues, signs a hop or redeems.
  */
 
@@ -134,7 +134,7 @@ export function latestBlock(db: Queryable, pubkey: string): Promise<KeyBlockRow 
   });
 }
 
-/** The role a blocked key was refused in (migration 28's triggers). */
+/** The role a blocked key was refused in (migration 27_key_blocklist's triggers). */
 export type BlockedRole = 'issuer' | 'signer' | 'bearer';
 
 /** The refusal for `pubkey` in `role`, as the triggers' refusal maps (keyBlockedError). */
@@ -156,11 +156,11 @@ export function activeBlock(db: Queryable, pubkey: string): Promise<KeyBlockRow 
   });
 }
 
-/** SQLSTATE of migration 28's refusal (class 23: one item's fault). */
+/** SQLSTATE of migration 27_key_blocklist's refusal (class 23: one item's fault). */
 export const keyBlockedSqlState = '23K01';
 
 /**
- * The domain refusal KEY_BLOCKED when `error` is migration 28's (a blocked key as issuer, hop
+ * The domain refusal KEY_BLOCKED when `error` is migration 27_key_blocklist's (a blocked key as issuer, hop
  * signer or bearer); null for any other error.
  */
 export function keyBlockedError(error: unknown): DomainError | null {

@@ -453,7 +453,7 @@ export function createTransferAppender(pool: Pool, options: { maxBatch: number; 
     },
     { name: 'transfer-append', ...options },
   );
-  // A hop signed by a blocked key (migration 28) is that item's refusal: KEY_BLOCKED.
+  // A hop signed by a blocked key (migration 27_key_blocklist) is that item's refusal: KEY_BLOCKED.
   return {
     append: (item) =>
       group.submit(item).catch((error: unknown) => {

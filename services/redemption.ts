@@ -80,7 +80,7 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
     // redemption's opening transaction records it and decides a race.
     if (await isAuthorizationUsed(pool, authorized.authorizationHash)) throw authorizationReplayed();
     // A blocked bearer (docs/protocol.md section 18) is refused before any workflow starts. The
-    // opening transaction refuses it again (migration 28's trigger), with a new hop the request
+    // opening transaction refuses it again (migration 27_key_blocklist's trigger), with a new hop the request
     // brings that a blocked key signed: a block made meanwhile is not missed.
     const block = await activeBlock(pool, authorized.bearerPubkey);
     if (block !== null) throw keyBlockedRefusal(authorized.bearerPubkey, 'bearer', block.id);
