@@ -115,6 +115,23 @@ const table: Record<string, () => Promise<Case>> = {
     const owner = `owner-${randomUUID().slice(0, 8)}`;
     return { body: { owner_id: owner, amount: '5.00', currency: 'BRL' }, other: { owner_id: owner, amount: '6.00', currency: 'BRL' }, headers: h.admin };
   },
+  'POST /api/v1/plc/limits/increase-request': async () => {
+    // A device of its own: one open request per device.
+    const issuer = newWallet();
+    const deviceId = `device-limits-${randomUUID().slice(0, 8)}`;
+    await fund(issuer.pubkey, '10.00');
+    const created = await h.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/plc/create',
+      headers: { 'x-device-id': deviceId },
+      payload: { plc: plcToJson(issue(issuer, { amountMinor: 100n })) },
+    });
+    expect(created.statusCode).toBe(200);
+    // Up to the configured ceiling: above the device's automatic limits, so there is something to review.
+    const { ceiling } = (await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/limits/${deviceId}` })).json();
+    const request = (reason: string) => ({ device_id: deviceId, requested_max_amount: ceiling.max_amount, requested_daily_limit: ceiling.daily_limit, reason });
+    return { body: request('growing shop'), other: request('monthly supplier payments'), headers: device };
+  },
   'POST /api/v1/admin/blocklist/{pubkey}/lift': async () => {
     // A key blocked by a fork it signed (docs/protocol.md section 18).
     const { plc, issuer, bearer: culprit } = await issuedPlc();
