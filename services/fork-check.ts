@@ -1,6 +1,7 @@
 import { listTransfers, toKnownRecord } from '../db/plcs.ts';
 import type { Queryable } from '../db/pool.ts';
 import { raiseRiskFlag } from '../db/risk-flags.ts';
+import { reportCommitted } from '../db/committed.ts';
 import { DomainError } from '../src/errors.ts';
 import { findFork, forkEvidenceJson, forkFlagKey, type ForkFinding } from '../src/plc/fork-check.ts';
 import type { KnownRecord } from '../src/plc/register-transfers.ts';
@@ -37,6 +38,7 @@ export async function refuseFork(db: Queryable, finding: ForkFinding, where: { r
     dedupeKey: forkFlagKey(finding),
     details: { ...evidence, route: where.route, device_id: where.deviceId },
   });
+  reportCommitted(db, { kind: 'fork_detected', route: where.route });
   throw new DomainError('DOUBLE_SPEND_DETECTED', 'this chain spends a PLC state that already has another successor: a double spend by its signer', {
     ...evidence,
     // The name this refusal had before (the culprit), kept for clients that read it.
