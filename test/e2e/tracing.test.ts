@@ -1,8 +1,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
-import { SpanKind } from '@opentelemetry/api';
+import { SpanKind, trace } from '@opentelemetry/api';
+import { pino } from 'pino';
+import { loggerOptions } from '../../infra/logger.ts';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -89,15 +90,57 @@ describe('traces', () => {
     const named = (prefix: string) => exporter.getFinishedSpans().filter((span) => span.name.startsWith(prefix));
     await waitFor(() => named('RunActivity:settleRedemption').length > 0, { what: 'the settlement activity span', timeoutMs: 20_000 });
     const spans = exporter.getFinishedSpans();
-    console.log(tree(spans));
     const byId = new Map(spans.map((span) => [span.spanContext().spanId, span]));
-
-    const route = spans.find((span) => span.kind === SpanKind.SERVER && span.name === 'POST /api/v1/redeem/');
-    expect(route, tree(spans)).toBeDefined();
-    const traceId = route!.spanContext().traceId;
+    const picture = tree(spans);
     const rootOf = (span: ReadableSpan) => ancestors(span, byId).at(-1)!;
-    void randomUUID;
-    void traceId;
-    void rootOf;
+    const workflowIdOf = (span: ReadableSpan) => span.attributes.temporalWorkflowId ?? span.attributes.workflowId;
+
+    // The request's trace: route -> update-with-start -> workflow -> activities, each span's parent present.
+    const route = spans.find((span) => span.kind === SpanKind.SERVER && span.name === 'POST /api/v1/redeem/');
+    expect(route, picture).toBeDefined();
+    const traceId = route!.spanContext().traceId;
+    const inRequestTrace = (name: string) => {
+      const found = spans.filter((span) => span.name === name && span.spanContext().traceId === traceId);
+      expect(found.length, `${name} in the request's trace:\n${picture}`).toBeGreaterThan(0);
+      for (const span of found) expect(rootOf(span), `${name} reaches the route span:\n${picture}`).toBe(route);
+      return found[0]!;
+    };
+    inRequestTrace('UpdateWithStartWorkflow:openRedemption');
+    inRequestTrace('RunActivity:openRedemption');
+    const run = inRequestTrace('RunWorkflow:redemptionWorkflow');
+    expect(workflowIdOf(run)).toBe(opened.workflow_id);
+    const payout = inRequestTrace('RunActivity:createPayout');
+    const settle = inRequestTrace('RunActivity:settleRedemption');
+    expect(workflowIdOf(settle)).toBe(opened.workflow_id);
+    const under = (parent: ReadableSpan) => spans.filter((span) => span !== parent && ancestors(span, byId).includes(parent));
+    // The payout activity's SQL statements and its HTTP call to the gateway are its descendants.
+    expect(under(payout).some((span) => span.name.startsWith('pg.query')), picture).toBe(true);
+    expect(under(payout).some((span) => span.kind === SpanKind.CLIENT && String(span.attributes['url.full'] ?? '').startsWith(h.simulator.url ?? 'http://simulator')), picture).toBe(true);
+    expect(under(settle).some((span) => span.name === 'pg.query:ledger-post-legs' || span.name.includes('ledger-post-legs')), picture).toBe(true);
+
+    // The gateway's webhook: its own request's trace, route -> webhook-event workflow -> the
+    // signal into this redemption's workflow, whose settlement activity is in the trace above.
+    const signal = spans.find((span) => span.name === 'HandleSignal:transferEvent' && workflowIdOf(span) === opened.workflow_id);
+    expect(signal, picture).toBeDefined();
+    const webhookRoute = rootOf(signal!);
+    expect(webhookRoute.kind, picture).toBe(SpanKind.SERVER);
+    expect(webhookRoute.name).toBe('POST /api/v1/redemption/webhook/gateway');
+    expect(ancestors(signal!, byId).map((span) => span.name)).toEqual(
+      expect.arrayContaining(['SignalWorkflow:transferEvent', 'RunWorkflow:webhookEventWorkflow', 'StartWorkflow:webhookEventWorkflow']),
+    );
+  });
+
+  it('a log line written inside a trace carries its trace id and span id', async () => {
+    const lines: string[] = [];
+    const logger = pino(loggerOptions('info', 'test'), { write: (line: string) => void lines.push(line) });
+    const tracer = trace.getTracer('test');
+    const traceId = tracer.startActiveSpan('work', (span) => {
+      logger.info('inside');
+      span.end();
+      return span.spanContext().traceId;
+    });
+    logger.info('outside');
+    expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'inside', trace_id: traceId, span_id: expect.any(String) });
+    expect(JSON.parse(lines[1]!)).not.toHaveProperty('trace_id');
   });
 });

@@ -75,7 +75,7 @@ export async function createTestApp(overrides: Record<string, string> = {}, opti
   const temporal = new Client({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
-    ...(options.tracing == null ? {} : { interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } }),
+    ...(options.tracing === undefined || options.tracing === null ? {} : { interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } }),
   });
   const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
   const app = await buildApp({ deps: { config, pool: db.pool, temporal, gateway }, logger: false });
