@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { DomainError } from '../../src/errors.ts';
 import { bearerMatches, metricsContentType, type ServiceMetrics } from '../../infra/metrics.ts';
 import { replayedHeaderName } from './idempotency.ts';
 
@@ -25,7 +24,12 @@ export const metricsPlugin = fp<{ metrics: ServiceMetrics; token: string | undef
     if (!options.serve) return;
     app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
       if (token !== undefined && !bearerMatches(request.headers.authorization, token)) {
-        throw new DomainError('UNAUTHENTICATED', 'GET /metrics needs Authorization: Bearer METRICS_TOKEN');
+        // Answered here in the ErrorResponse shape: the route has no response schema for the errors plugin.
+        return reply
+          .code(401)
+          .header('www-authenticate', 'Bearer')
+          .type('application/json')
+          .send(JSON.stringify({ code: 'UNAUTHENTICATED', message: 'GET /metrics needs Authorization: Bearer METRICS_TOKEN', details: {} }));
       }
       return reply.type(metricsContentType).send(await metrics.render());
     });
