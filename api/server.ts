@@ -5,7 +5,7 @@ import { prepareDatabaseAt, onShutdownSignal } from '../infra/bootstrap.ts';
 import { stopWhenSupervisorExits } from '../infra/supervised.ts';
 import { ConfigError, loadConfig, tracingEnabled } from '../infra/config.ts';
 import { createLogger } from '../infra/logger.ts';
-import { createServiceMetrics } from '../infra/metrics.ts';
+import { createServiceMetrics, serveMetrics } from '../infra/metrics.ts';
 import { startTracing } from '../infra/tracing.ts';
 import { metricsDatabaseReaders } from '../db/metrics-readers.ts';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
@@ -56,6 +56,11 @@ async function main(): Promise<void> {
   const security = createSecurityService({ pool, temporal, config });
   const app = await buildApp({ deps: { config, pool, temporal, gateway, security }, logger, metrics });
   await app.listen({ host: config.HOST, port: config.PORT });
+  // The separate metrics bind (no token: reaching it is the deployment's decision).
+  const metricsServer =
+    metrics !== null && config.API_METRICS_PORT !== undefined
+      ? await serveMetrics(metrics, { host: config.METRICS_HOST, port: config.API_METRICS_PORT })
+      : null;
 
   onShutdownSignal(logger, async () => {
     const timer = setTimeout(() => {
@@ -70,6 +75,7 @@ async function main(): Promise<void> {
     } finally {
       clearInterval(idleSweep);
     }
+    metricsServer?.close();
     await connection.close();
     await pool.end();
     metrics?.close();

@@ -237,15 +237,17 @@ export const configSchema = z
 
     /**
      * Observability (docs/operations.md). METRICS_ENABLED: the Prometheus metrics (prom-client) of
-     * the API and the worker. The API's `GET /metrics` (outside /api/v1) asks for
+     * the API and the worker. The API's `GET /metrics` on its own port (outside /api/v1) asks for
      * `Authorization: Bearer METRICS_TOKEN` when the token is set; in production it is not served
-     * at all without one. The worker serves its own on WORKER_METRICS_HOST:WORKER_METRICS_PORT
-     * (unset port: none), and the Temporal SDK's worker metrics on TEMPORAL_METRICS_BIND
-     * (host:port; unset: none).
+     * there at all without one. A separate bind, METRICS_HOST:API_METRICS_PORT (the API) and
+     * METRICS_HOST:WORKER_METRICS_PORT (the worker), serves `GET /metrics` alone, without a token:
+     * who reaches that address is the deployment's decision (loopback by default; unset port:
+     * none). The Temporal SDK's worker metrics go to TEMPORAL_METRICS_BIND (host:port; unset: none).
      */
     METRICS_ENABLED: booleanFromEnv.default(true),
     METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').max(255).optional(),
-    WORKER_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+    METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+    API_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
     WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
     TEMPORAL_METRICS_BIND: z
       .string()

@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   const metrics = config.METRICS_ENABLED ? createServiceMetrics({ process: 'worker' }) : null;
   const metricsServer =
     metrics !== null && config.WORKER_METRICS_PORT !== undefined
-      ? await serveMetrics(metrics, { host: config.WORKER_METRICS_HOST, port: config.WORKER_METRICS_PORT })
+      ? await serveMetrics(metrics, { host: config.METRICS_HOST, port: config.WORKER_METRICS_PORT })
       : null;
   stopWhenSupervisorExits();
   await prepareDatabaseAt(config.DATABASE_URL, config, logger, 'settlement-worker-migrate');

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { createServiceMetrics, serveMetrics } from '../../infra/metrics.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postTransaction } from '../../db/ledger.ts';
 import { withTransaction } from '../../db/pool.ts';
@@ -118,6 +120,23 @@ describe('GET /metrics', () => {
 });
 
 describe('protection of GET /metrics', () => {
+  it('the separate bind serves GET /metrics alone, without a token', async () => {
+    const metrics = createServiceMetrics({ process: 'worker', defaultMetrics: false });
+    const server = await serveMetrics(metrics, { host: '127.0.0.1', port: 0 });
+    try {
+      const { port } = server.address() as AddressInfo;
+      metrics.observeGatewayCall({ operation: 'createTransfer', seconds: 0.2 });
+      metrics.observeGatewayCall({ operation: 'createTransfer', seconds: 0.1, error: { status: 503, code: 'x' } });
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(valueOf(text, 'plc_gateway_call_duration_seconds_count', { operation: 'createTransfer', outcome: 'ok' })).toBe(1);
+      expect(valueOf(text, 'plc_gateway_call_duration_seconds_count', { operation: 'createTransfer', outcome: 'http_5xx' })).toBe(1);
+      expect((await fetch(`http://127.0.0.1:${port}/api/v1/balance/x`)).status).toBe(404);
+    } finally {
+      server.close();
+      metrics.close();
+    }
+  });
+
   it('asks for the bearer token when METRICS_TOKEN is set', async () => {
     const token = `metrics-${randomUUID()}`;
     const guarded = await createTestApp({ METRICS_TOKEN: token });
