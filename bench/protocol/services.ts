@@ -101,6 +101,9 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       // Idle, the dev server takes 40 status signals a second (it saturates near 45 workflow
       // tasks/s); the default 20 would make draining a run's first hops take twice as long.
       PLC_STATUS_MAX_PER_SECOND: '40',
+      // The setup's PLC creates go through Temporal; on a loaded shared machine a workflow's first
+      // task may take seconds (the tests do the same). The transfer route calls no Temporal.
+      TEMPORAL_CALL_TIMEOUT_MS: '30000',
       ...(options.statusYieldUtilization === undefined ? {} : { PLC_STATUS_YIELD_UTILIZATION: String(options.statusYieldUtilization) }),
     };
     const config = loadConfig(configEnv);
