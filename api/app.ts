@@ -52,7 +52,8 @@ export interface BuildAppOptions {
   logger: Logger | false;
   /**
    * The process's metrics (infra/metrics.ts), shared with its gateway client; null: none. Left
-   * out: the app makes its own when METRICS_ENABLED (tests), closed with the app.
+   * out: the app makes its own when METRICS_ENABLED (without the process's default metrics),
+   * closed with the app.
    */
   metrics?: ServiceMetrics | null;
 }
@@ -85,7 +86,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // Prometheus metrics (docs/operations.md): before the routes, so every route is observed.
   const ownMetrics = options.metrics === undefined && deps.config.METRICS_ENABLED;
   const metrics = ownMetrics
-    ? createServiceMetrics({ process: 'api', database: metricsDatabaseReaders(deps.pool) })
+    ? // The process's own figures (CPU, GC, event loop) are the server's to add: an app built alone has none.
+      createServiceMetrics({ process: 'api', database: metricsDatabaseReaders(deps.pool), defaultMetrics: false })
     : (options.metrics ?? null);
   if (metrics !== null) {
     await app.register(metricsPlugin, { metrics, token: deps.config.METRICS_TOKEN, serve: apiMetricsServed(deps.config) });
