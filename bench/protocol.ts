@@ -397,18 +397,22 @@ async function main(): Promise<void> {
       );
     }
     if (metricsAb) {
-      // The metrics' cost: each arm's median round, and the ratio (docs/benchmarks.md).
-      const arm = (which: 'on' | 'off') => transfer.filter(({ name }) => name.endsWith(`(metrics ${which})`)).map(({ run }) => run.result);
+      // The metrics' cost: each arm's mean over its rounds, and the ratios (docs/benchmarks.md).
+      const arm = (which: 'on' | 'off') => transfer.filter(({ name }) => name.endsWith(`(metrics ${which})`)).map(({ run }) => run);
       const [on, off] = [arm('on'), arm('off')];
-      const summary = (rounds: typeof on) => ({
-        perSecond: median(rounds.map((round) => round.perSecond)),
-        p50: median(rounds.map((round) => round.latencyP50Ms)),
-        p99: median(rounds.map((round) => round.latencyP99Ms)),
+      const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / Math.max(1, values.length);
+      // Throughput and latency move with the machine's load; the API's CPU per request much less.
+      const summary = (runs: typeof on) => ({
+        perSecond: mean(runs.map((run) => run.result.perSecond)),
+        p50: mean(runs.map((run) => run.result.latencyP50Ms)),
+        p99: mean(runs.map((run) => run.result.latencyP99Ms)),
+        apiCpuMs: (1000 * runs.reduce((sum, run) => sum + run.cpu.apiMainThreadS, 0)) / Math.max(1, runs.reduce((sum, run) => sum + run.result.requests, 0)),
       });
       const [a, b] = [summary(on), summary(off)];
-      log(`\n(b) metrics on vs off (${on.length} + ${off.length} alternating rounds, medians): on ${formatNumber(a.perSecond)} req/s p50 ${a.p50} ms p99 ${a.p99} ms; ` +
-        `off ${formatNumber(b.perSecond)} req/s p50 ${b.p50} ms p99 ${b.p99} ms; throughput on/off ${(a.perSecond / b.perSecond).toFixed(3)}`);
-      log(`  per round: ${transfer.filter(({ name }) => name.includes('(metrics')).map(({ name, run }) => `${name.replace(/^transfer-short /, '')} ${formatNumber(run.result.perSecond)}/s`).join(', ')}`);
+      const describe = (x: typeof a) => `${formatNumber(x.perSecond)} req/s, p50 ${x.p50.toFixed(0)} ms, p99 ${x.p99.toFixed(0)} ms, API main thread ${x.apiCpuMs.toFixed(3)} CPU-ms/request`;
+      log(`\n(b) metrics on vs off (${on.length} + ${off.length} alternating rounds, means): on ${describe(a)}; off ${describe(b)}`);
+      log(`  on/off: throughput ${(a.perSecond / b.perSecond).toFixed(3)}, API CPU per request ${(a.apiCpuMs / b.apiCpuMs).toFixed(3)}`);
+      log(`  per round: ${transfer.filter(({ name }) => name.includes('(metrics')).map(({ name, run }) => `${name.replace(/^transfer-short /, '')} ${formatNumber(run.result.perSecond)}/s ${((1000 * run.cpu.apiMainThreadS) / Math.max(1, run.result.requests)).toFixed(3)} CPU-ms`).join(', ')}`);
     }
     // The short rounds: one, or the median of several (throughput and p99 each their own median).
     const shortRounds = transfer.filter(({ name }) => name.startsWith('transfer-short')).map(({ run }) => run.result);
