@@ -106,6 +106,9 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       RATE_LIMIT_REDEEM_PER_MINUTE: '1000000',
       PLC_DAILY_LIMIT_MINOR: String(10n ** 15n),
       METRICS_ENABLED: options.metrics === false ? 'false' : 'true',
+      // The setup's PLC creates go through Temporal; on a loaded shared machine a workflow's first
+      // task may take seconds (the tests do the same).
+      TEMPORAL_CALL_TIMEOUT_MS: '30000',
     });
     // As in production, the API and the worker each have their metrics (here in one process, so
     // both hear every committed fact: the cost measured is, if anything, above a real one's).
