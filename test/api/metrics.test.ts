@@ -137,10 +137,15 @@ describe('protection of GET /metrics', () => {
     }
   });
 
-  it('asks for the bearer token when METRICS_TOKEN is set', async () => {
+  it('asks for the bearer token when METRICS_TOKEN is set; counts the rate limiter\'s refusals by route', async () => {
     const token = `metrics-${randomUUID()}`;
-    const guarded = await createTestApp({ METRICS_TOKEN: token });
+    const guarded = await createTestApp({ METRICS_TOKEN: token, RATE_LIMIT_TRANSFER_PER_MINUTE: '1' });
     try {
+      const transfer = () => guarded.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: {} } });
+      expect((await transfer()).statusCode).toBe(422);
+      expect((await transfer()).statusCode).toBe(429);
+      const counted = await scrape(guarded.app, { authorization: `Bearer ${token}` });
+      expect(valueOf(counted, 'plc_rate_limit_refusals_total', { route: '/api/v1/transfer/' })).toBe(1);
       expect((await guarded.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(401);
       expect((await guarded.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer wrong-token-of-some-length' } })).statusCode).toBe(401);
       expect(await scrape(guarded.app, { authorization: `Bearer ${token}` })).toContain('plc_http_request_duration_seconds');
