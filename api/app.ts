@@ -40,7 +40,11 @@ import { devRoutes } from './routes/dev.ts';
 import { feeRoutes } from './routes/fees.ts';
 import { securityRoutes } from './routes/security.ts';
 import { createSecurityService } from './services/security.ts';
-import { devEndpointsEnabled } from '../infra/config.ts';
+import { apiMetricsServed, devEndpointsEnabled } from '../infra/config.ts';
+import { createServiceMetrics, type ServiceMetrics } from '../infra/metrics.ts';
+import { metricsDatabaseReaders } from '../db/metrics-readers.ts';
+import { metricsPlugin } from './plugins/metrics.ts';
+import { nameServerSpan } from '../infra/trace-context.ts';
 
 /** Largest request body accepted; a PLC with a full chain is a few tens of KiB at most. */
 export const bodyLimitBytes = 128 * 1024;
@@ -50,6 +54,12 @@ export const maxParamLength = 256;
 export interface BuildAppOptions {
   deps: AppDepsInput;
   logger: Logger | false;
+  /**
+   * The process's metrics (infra/metrics.ts), shared with its gateway client; null: none. Left
+   * out: the app makes its own when METRICS_ENABLED (without the process's default metrics),
+   * closed with the app.
+   */
+  metrics?: ServiceMetrics | null;
 }
 
 /**
@@ -77,8 +87,20 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.setSerializerCompiler(serializerCompiler);
 
   await app.register(depsPlugin, { deps });
+  // Prometheus metrics (docs/operations.md): before the routes, so every route is observed.
+  const ownMetrics = options.metrics === undefined && deps.config.METRICS_ENABLED;
+  const metrics = ownMetrics
+    ? // The process's own figures (CPU, GC, event loop) are the server's to add: an app built alone has none.
+      createServiceMetrics({ process: 'api', database: metricsDatabaseReaders(deps.pool), defaultMetrics: false })
+    : (options.metrics ?? null);
+  if (metrics !== null) {
+    await app.register(metricsPlugin, { metrics, token: deps.config.METRICS_TOKEN, serve: apiMetricsServed(deps.config) });
+    if (ownMetrics) app.addHook('onClose', async () => metrics.close());
+  }
   // First of the onRequest hooks: the Temporal deadline covers everything the request does.
   await app.register(deadlinesPlugin);
+  // With tracing on, the request's server span is named after its route template (a no-op otherwise).
+  app.addHook('onRequest', async (request) => nameServerSpan(request.method, request.routeOptions.url));
   // Delivers queued PLC statuses to their workflows after the transfer route has answered.
   let dispatcher: PlcStatusDispatcher | undefined;
   app.addHook('onReady', async () => {

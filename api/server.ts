@@ -3,8 +3,12 @@ import { createPool } from '../db/pool.ts';
 import { createGatewayClient } from '../gateway/index.ts';
 import { prepareDatabaseAt, onShutdownSignal } from '../infra/bootstrap.ts';
 import { stopWhenSupervisorExits } from '../infra/supervised.ts';
-import { ConfigError, loadConfig } from '../infra/config.ts';
+import { ConfigError, loadConfig, tracingEnabled } from '../infra/config.ts';
 import { createLogger } from '../infra/logger.ts';
+import { createServiceMetrics, serveMetrics } from '../infra/metrics.ts';
+import { startTracing } from '../infra/tracing.ts';
+import { metricsDatabaseReaders } from '../db/metrics-readers.ts';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { buildApp } from './app.ts';
 import { createSecurityService } from './services/security.ts';
 
@@ -24,6 +28,8 @@ async function main(): Promise<void> {
       ...(config.TEMPORAL_ADDRESS === undefined ? ['TEMPORAL_ADDRESS: is required to run the API alone (npm start sets it)'] : []),
     ]);
   }
+  // Traces (docs/operations.md): installed before the pool, the Temporal client and the server exist.
+  const tracing = tracingEnabled(config) ? startTracing({ serviceName: 'plc-settlement-api', otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT }) : null;
   await prepareDatabaseAt(config.DATABASE_URL, config, logger, 'settlement-api-migrate');
   // Every wait on PostgreSQL bounded (docs/architecture.md, "Operating limits").
   const pool = createPool({
@@ -34,11 +40,27 @@ async function main(): Promise<void> {
     statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
   });
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
-  const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
+  const temporal = new Client({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    // The request's trace continues into the workflows it starts, signals and updates.
+    ...(tracing === null ? {} : { interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } }),
+  });
+  const metrics = config.METRICS_ENABLED ? createServiceMetrics({ process: 'api', database: metricsDatabaseReaders(pool) }) : null;
+  const gateway = createGatewayClient({
+    baseUrl: config.GATEWAY_BASE_URL,
+    apiKey: config.GATEWAY_API_KEY,
+    timeoutMs: config.GATEWAY_TIMEOUT_MS,
+    ...(metrics === null ? {} : { observe: metrics.observeGatewayCall }),
+  });
   const security = createSecurityService({ pool, temporal, config });
-  const app = await buildApp({ deps: { config, pool, temporal, gateway, security }, logger });
+  const app = await buildApp({ deps: { config, pool, temporal, gateway, security }, logger, metrics });
   await app.listen({ host: config.HOST, port: config.PORT });
+  // The separate metrics bind (no token: reaching it is the deployment's decision).
+  const metricsServer =
+    metrics !== null && config.API_METRICS_PORT !== undefined
+      ? await serveMetrics(metrics, { host: config.METRICS_HOST, port: config.API_METRICS_PORT })
+      : null;
 
   onShutdownSignal(logger, async () => {
     const timer = setTimeout(() => {
@@ -53,8 +75,11 @@ async function main(): Promise<void> {
     } finally {
       clearInterval(idleSweep);
     }
+    metricsServer?.close();
     await connection.close();
     await pool.end();
+    metrics?.close();
+    await tracing?.shutdown();
     clearTimeout(timer);
   });
   stopWhenSupervisorExits();

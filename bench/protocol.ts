@@ -67,6 +67,7 @@ const { values: args } = parseArgs({
     'heap-profile': { type: 'string' },
     'status-yield': { type: 'string' },
     'worker-cache': { type: 'string' },
+    'metrics-ab': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -78,6 +79,9 @@ const connections = positiveInt('connections', args.connections, 256);
 const createDurationS = positiveInt('create-duration-s', args['create-duration-s'], 600);
 const shortPlcs = positiveInt('short-plcs', args['short-plcs'], 50_000);
 const repeats = positiveInt('repeats', args.repeats, 9);
+/** --metrics-ab: transfer-short rounds alternate (on, off, off, on, ...) between the app with metrics and one without. */
+const metricsAb = args['metrics-ab'];
+const metricsArm = (round: number): 'on' | 'off' => (metricsAb ? ((['on', 'off', 'off', 'on'] as const)[round % 4] ?? 'on') : 'on');
 const longPlcs = positiveInt('long-plcs', args['long-plcs'], 50_000);
 const chainCount = positiveInt('chains', args.chains, 10_000);
 const roundsMax = positiveInt('rounds', args.rounds, 1000);
@@ -191,11 +195,12 @@ async function main(): Promise<void> {
   try {
     if (parts.has('b') || parts.has('c')) {
       log('\nstarting PostgreSQL database, Temporal dev server, workers and the app');
-      services = await startServices({ adminUrl, log, appPoolMax: Math.max(20, connections + 4), workerPoolMax: 20, statusYieldUtilization, workerCache });
+      services = await startServices({ adminUrl, log, appPoolMax: Math.max(20, connections + 4), workerPoolMax: 20, statusYieldUtilization, workerCache, metricsAb });
       temporalCliVersion = commandVersion(services.temporalCli, ['--version']);
       log(`Temporal CLI: ${temporalCliVersion}`);
       const api = services.api;
       const cpuSources: CpuSources = { pool: services.pool, api, databaseName: services.databaseName, temporalPid: services.devServer.process.pid };
+      const cpuSourcesOn = cpuSources;
       // Before each measurement: let the previous step's Temporal backlog drain (at most 60 s).
       const quiet = async () => {
         // First the PLC status outbox: the first hops' signals, deferred while the route was busy.
@@ -222,7 +227,12 @@ async function main(): Promise<void> {
         // transfer-short `repeats` times, each round on PLCs of its own (same chain lengths), so
         // that the targets can be checked on the median round of a machine whose runs vary.
         const scenarios = [
-          ...Array.from({ length: repeats }, (_, round) => ({ name: repeats === 1 ? 'transfer-short' : `transfer-short #${round + 1}`, plcs: shortPlcs, preHops: 0, hops: 4 })),
+          ...Array.from({ length: repeats }, (_, round) => ({
+            name: `${repeats === 1 ? 'transfer-short' : `transfer-short #${round + 1}`}${metricsAb ? ` (metrics ${metricsArm(round)})` : ''}`,
+            plcs: shortPlcs,
+            preHops: 0,
+            hops: 4,
+          })),
           { name: 'transfer-long', plcs: longPlcs, preHops: 12, hops: 4 },
         ];
         const prepared: PreparedTransfer[] = [];
@@ -238,7 +248,7 @@ async function main(): Promise<void> {
             for (const line of await api.ask<string[]>({ type: 'profile-stop' })) log(line);
           },
         });
-        const job = (title: string, route: string, files: PreparedTransfer) => ({
+        const jobOn = (title: string, route: string, files: PreparedTransfer) => ({
           title,
           url: `${services!.baseUrl}${route}`,
           connections,
@@ -249,6 +259,11 @@ async function main(): Promise<void> {
         });
         for (const [index, files] of prepared.entries()) {
           const name = files.scenario.name;
+          // --metrics-ab: the rounds marked "metrics off" go to the app without metrics.
+          const off = name.endsWith('(metrics off)') ? services.apiWithoutMetrics : undefined;
+          const api = off?.api ?? services.api;
+          const cpuSources: CpuSources = { ...cpuSourcesOn, api };
+          const job = (title: string, route: string, files: PreparedTransfer) => ({ ...jobOn(title, route, files), url: `${off?.baseUrl ?? services!.baseUrl}${route}` });
           await quiet();
           const callsBefore = await api.ask<number>({ type: 'ed25519-calls' });
           log(`\n${name}: ${files.bodies} append requests ready (chains of ${files.scenario.preHops + 1} to ${files.scenario.preHops + files.scenario.hops} records)`);
@@ -380,6 +395,24 @@ async function main(): Promise<void> {
           `CPU per request (this thread's CPU time) measured afterwards on a sample of its bodies (${breakdown.records.toFixed(1)} records): JSON + zod + plcFromJson ${breakdown.parseMs.toFixed(2)} ms, ` +
           `verifyPlc noble ${breakdown.nobleMs.toFixed(2)} ms, node ${breakdown.nodeMs.toFixed(2)} ms`,
       );
+    }
+    if (metricsAb) {
+      // The metrics' cost: each arm's mean over its rounds, and the ratios (docs/benchmarks.md).
+      const arm = (which: 'on' | 'off') => transfer.filter(({ name }) => name.endsWith(`(metrics ${which})`)).map(({ run }) => run);
+      const [on, off] = [arm('on'), arm('off')];
+      const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / Math.max(1, values.length);
+      // Throughput and latency move with the machine's load; the API's CPU per request much less.
+      const summary = (runs: typeof on) => ({
+        perSecond: mean(runs.map((run) => run.result.perSecond)),
+        p50: mean(runs.map((run) => run.result.latencyP50Ms)),
+        p99: mean(runs.map((run) => run.result.latencyP99Ms)),
+        apiCpuMs: (1000 * runs.reduce((sum, run) => sum + run.cpu.apiMainThreadS, 0)) / Math.max(1, runs.reduce((sum, run) => sum + run.result.requests, 0)),
+      });
+      const [a, b] = [summary(on), summary(off)];
+      const describe = (x: typeof a) => `${formatNumber(x.perSecond)} req/s, p50 ${x.p50.toFixed(0)} ms, p99 ${x.p99.toFixed(0)} ms, API main thread ${x.apiCpuMs.toFixed(3)} CPU-ms/request`;
+      log(`\n(b) metrics on vs off (${on.length} + ${off.length} alternating rounds, means): on ${describe(a)}; off ${describe(b)}`);
+      log(`  on/off: throughput ${(a.perSecond / b.perSecond).toFixed(3)}, API CPU per request ${(a.apiCpuMs / b.apiCpuMs).toFixed(3)}`);
+      log(`  per round: ${transfer.filter(({ name }) => name.includes('(metrics')).map(({ name, run }) => `${name.replace(/^transfer-short /, '')} ${formatNumber(run.result.perSecond)}/s ${((1000 * run.cpu.apiMainThreadS) / Math.max(1, run.result.requests)).toFixed(3)} CPU-ms`).join(', ')}`);
     }
     // The short rounds: one, or the median of several (throughput and p99 each their own median).
     const shortRounds = transfer.filter(({ name }) => name.startsWith('transfer-short')).map(({ run }) => run.result);

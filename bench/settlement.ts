@@ -1,7 +1,7 @@
 /**
  * Settlement benchmark (not a test). Run: `npm run bench:settlement`, or
  * `node --import ./worker/preload.ts bench/settlement.ts [--duration-s 30] [--max-per-phase 400] [--concurrency 4,16] [--hops 2]
- *   [--plcs-per-issuer 4] [--validation-delay-ms 5] [--sample 40] [--warmup 16]`.
+ *   [--plcs-per-issuer 4] [--validation-delay-ms 5] [--sample 40] [--warmup 16] [--metrics on|off]`.
  *
  * In one run, against a fresh database on BENCH_DATABASE_URL (default
  * postgres://postgres@127.0.0.1:5432/postgres) and a Temporal CLI dev server started here (in
@@ -78,9 +78,13 @@ const { values: args } = parseArgs({
     'settle-timeout-s': { type: 'string', default: '120' },
     'pool-max': { type: 'string', default: '10' },
     'cpu-profile': { type: 'string' },
+    metrics: { type: 'string', default: 'on' },
   },
   strict: true,
 });
+if (args.metrics !== 'on' && args.metrics !== 'off') throw new Error(`--metrics takes on or off, got "${args.metrics}"`);
+/** --metrics off: the app and the worker without Prometheus metrics (METRICS_ENABLED=false), for the metrics' cost. */
+const metricsOn = args.metrics === 'on';
 const durationS = positiveInt('duration-s', args['duration-s'], 600);
 const maxPerPhase = positiveInt('max-per-phase', args['max-per-phase'], 20_000);
 const concurrencies = args.concurrency.split(',').map((text) => positiveInt('concurrency', text.trim(), 256));
@@ -429,7 +433,7 @@ async function main(): Promise<void> {
   log(`machine: ${machine.cpuModel}, ${machine.cpuCount} CPUs, ${machine.memoryGiB} GiB, ${machine.platform}, Node ${machine.node}, load average ${machine.loadAverage}`);
   log(describeWorkflowThreadGuard());
   log(
-    `settings: --duration-s ${durationS} --max-per-phase ${maxPerPhase} --concurrency ${concurrencies.join(',')} --hops ${hops} --plcs-per-issuer ${plcsPerIssuer} ` +
+    `settings: --metrics ${metricsOn ? 'on' : 'off'} --duration-s ${durationS} --max-per-phase ${maxPerPhase} --concurrency ${concurrencies.join(',')} --hops ${hops} --plcs-per-issuer ${plcsPerIssuer} ` +
       `--validation-delay-ms ${validationDelayMs} --sample ${sampleSize} --warmup ${warmupCount} --pool-max ${poolMax}`,
   );
 
@@ -437,7 +441,7 @@ async function main(): Promise<void> {
   let services: BenchServices | null = null;
   let meter: CpuMeter | null = null;
   try {
-    const s = await startServices({ adminUrl, log, probes, appPoolMax: poolMax, workerPoolMax: poolMax, validationDelayMs });
+    const s = await startServices({ adminUrl, log, probes, appPoolMax: poolMax, workerPoolMax: poolMax, validationDelayMs, metrics: metricsOn });
     services = s;
     const version = await s.pool.query<{ server_version: string }>('SHOW server_version');
     const pgSettings = await s.pool.query<{ name: string; setting: string }>(

@@ -4,6 +4,7 @@ import { moneyModel } from '../src/ledger/money-model.ts';
 import { postTransaction } from './ledger.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { maybeOne, one } from './sql.ts';
+import { reportCommitted } from './committed.ts';
 
 /**
  * Charges (cash-in, docs/charges.md): an owner asks to be paid over Pix or Boleto, the gateway
@@ -148,7 +149,10 @@ export async function openCharge(pool: Pool, input: NewCharge): Promise<{ charge
         input.description,
       ],
     });
-    if (inserted !== null) return { charge: inserted, created: true };
+    if (inserted !== null) {
+      reportCommitted(client, { kind: 'charge', outcome: 'opened' });
+      return { charge: inserted, created: true };
+    }
     // A concurrent open of the same id won (its posting is the one ours found): answer its row.
     const raced = await lockCharge(client, input.chargeId);
     if (raced === null) throw new Error(`charge ${input.chargeId} neither inserted nor found`);
@@ -238,6 +242,11 @@ export async function recordGatewayStatus(db: Queryable, id: string, gatewayStat
   });
 }
 
+/** From the request (the row's creation) to now, its final state, for the metrics' histogram. */
+function secondsSince(createdAt: Date): number {
+  return Math.max(0, (Date.now() - createdAt.getTime()) / 1000);
+}
+
 export type FinishOutcome = { status: 'SETTLED'; gatewayStatus: string } | { status: 'FAILED'; gatewayStatus: string | null; reason: string };
 
 /**
@@ -266,6 +275,7 @@ export async function finishCharge(pool: Pool, id: string, outcome: FinishOutcom
                 WHERE id = $1 AND status = 'PENDING' RETURNING ${columns}`,
         values: [id, outcome.gatewayStatus, booked.transactionId],
       });
+      reportCommitted(client, { kind: 'charge', outcome: 'SETTLED', seconds: secondsSince(charge.created_at) });
       return { finished: true, charge };
     }
     const posting = moneyModel.chargeFailed(amount);
@@ -285,6 +295,7 @@ export async function finishCharge(pool: Pool, id: string, outcome: FinishOutcom
               WHERE id = $1 AND status = 'PENDING' RETURNING ${columns}`,
       values: [id, outcome.gatewayStatus, outcome.reason.slice(0, 500), booked.transactionId],
     });
+    reportCommitted(client, { kind: 'charge', outcome: 'FAILED', seconds: secondsSince(charge.created_at) });
     return { finished: true, charge };
   });
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from './pool.ts';
-import { exec, maybeOne, one } from './sql.ts';
+import { maybeOne, one } from './sql.ts';
+import { reportCommitted } from './committed.ts';
 
 /**
  * The inbound webhook inbox: every body stored exactly as received, unique by (provider,
@@ -67,6 +68,8 @@ export async function storeInboxEvent(
     ],
   });
   const { inserted, ...stored } = row;
+  reportCommitted(db, { kind: 'webhook_event', provider: stored.provider, outcome: inserted ? 'received' : 'duplicate' });
+  if (inserted && event.settled !== undefined) reportCommitted(db, { kind: 'webhook_event', provider: stored.provider, outcome: event.settled.status });
   return { row: stored, duplicate: !inserted };
 }
 
@@ -89,10 +92,17 @@ export async function finishInboxEvent(
   id: string,
   outcome: { status: InboxFinalStatus | 'DEAD'; result?: unknown; error?: string },
 ): Promise<void> {
-  await exec(db, {
+  const changed = await maybeOne(db, z.object({ provider: z.string(), before: z.enum(inboxStatuses) }), {
     name: 'inbox-finish',
-    text: `UPDATE webhook_inbox SET status = $2, result = $3, last_error = $4, processed_at = now()
-            WHERE id = $1 AND status NOT IN ('PROCESSED', 'IGNORED', 'CONTRADICTED')`,
+    text: `WITH before AS (SELECT id, status FROM webhook_inbox WHERE id = $1 FOR UPDATE)
+           UPDATE webhook_inbox w SET status = $2, result = $3, last_error = $4, processed_at = now()
+             FROM before b
+            WHERE w.id = b.id AND w.status NOT IN ('PROCESSED', 'IGNORED', 'CONTRADICTED')
+           RETURNING w.provider, b.status AS before`,
     values: [id, outcome.status, outcome.result === undefined ? null : JSON.stringify(outcome.result), outcome.error?.slice(0, 1000) ?? null],
   });
+  // Counted once per change of status: a retried attempt that finds it already done counts nothing.
+  if (changed !== null && changed.before !== outcome.status) {
+    reportCommitted(db, { kind: 'webhook_event', provider: changed.provider, outcome: outcome.status });
+  }
 }

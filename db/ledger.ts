@@ -5,6 +5,7 @@ import { buckets, txTypes, type Entry, type TxType } from '../src/ledger/money-m
 import { currencies, type Currency } from '../src/money/currency.ts';
 import type { Pool, Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
+import { reportCommitted } from './committed.ts';
 
 /**
  * The ledger's SQL: the one posting primitive every feature books through (`postTransaction`),
@@ -93,6 +94,7 @@ export async function postTransaction(db: Queryable, request: PostingRequest): P
       ],
     });
     const [, transactionId, created] = postedRecord.exec(row.posted) as RegExpExecArray;
+    if (created === 't') reportCommitted(db, { kind: 'ledger_posting', txType: request.txType });
     return { transactionId: transactionId as string, created: created === 't' };
   } catch (error) {
     throw toLedgerError(error);

@@ -11,6 +11,7 @@ import { keyBlockedError } from './blocklist.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
+import { reportCommitted } from './committed.ts';
 
 /**
  * PLC rows and their transfer chains. Every state transition is one guarded UPDATE inside a
@@ -211,6 +212,11 @@ export async function issuePlc(pool: Pool, input: NewPlc, limits: IssueLimits): 
         legs.amounts,
       ],
     });
+    if (created) {
+      // plc_issue posts through ledger_post_legs itself, in the same statement.
+      reportCommitted(pool, { kind: 'ledger_posting', txType: posting.txType });
+      reportCommitted(pool, { kind: 'plc', event: 'created', count: 1 });
+    }
     return { plc, created };
   } catch (error) {
     throw toIssueError(error, input.tokenId);
@@ -254,6 +260,7 @@ export async function releasePlc(pool: Pool, tokenId: string, kind: ReleaseKind)
              RETURNING ${plcColumns}`,
       values: [tokenId, kind, booked.transactionId],
     });
+    reportCommitted(client, { kind: 'plc', event: kind === 'CANCELLED' ? 'cancelled' : 'expired', count: 1 });
     return { released: true, plc: updated };
   });
 }
@@ -408,7 +415,11 @@ export async function appendTransfersBatch(db: Queryable, items: readonly Pendin
     ],
   });
   const byToken = new Map(heads.map((head) => [head.token_id, head]));
-  return items.map((item) => byToken.get(item.read.token_id) ?? null);
+  const answers = items.map((item) => byToken.get(item.read.token_id) ?? null);
+  // Hops registered: the records of the items whose PLC advanced (the others wrote nothing).
+  const hops = items.reduce((sum, item, at) => sum + (answers[at] === null ? 0 : item.decision.records.length), 0);
+  if (hops > 0) reportCommitted(db, { kind: 'plc', event: 'transferred', count: hops });
+  return answers;
 }
 
 export interface TransferAppender {
@@ -489,6 +500,7 @@ export async function insertTransferRecords(
       ],
     });
   }
+  if (records.length > 0) reportCommitted(client, { kind: 'plc', event: 'transferred', count: records.length });
 }
 
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { holdCommitted, releaseCommitted } from './committed.ts';
 
 /**
  * PostgreSQL access. Only `db/` imports the driver: every other layer gets a `Db` and calls the
@@ -56,10 +57,13 @@ export function createPool(options: PoolOptions): Pool {
 export async function withTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  let committed = false;
+  holdCommitted(client);
   try {
     await client.query('BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
+    committed = true;
     return result;
   } catch (error) {
     if (databaseOutageOf(error) !== null) {
@@ -71,6 +75,8 @@ export async function withTransaction<T>(pool: Pool, work: (client: PoolClient) 
     }
     throw error;
   } finally {
+    // The facts the work reported (db/committed.ts): counted only once COMMIT succeeded.
+    releaseCommitted(client, committed);
     client.release(broken);
   }
 }

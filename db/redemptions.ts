@@ -8,6 +8,7 @@ import { insertTransferRecords, isUniqueViolation, listTransfers, plcRow, toKnow
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
 import { recordAuthorization } from './used-authorizations.ts';
+import { reportCommitted } from './committed.ts';
 
 /**
  * Redemptions: the payout of a PLC to its bearer. The double-spend guard is one transaction
@@ -270,6 +271,7 @@ async function openInTransaction(
     text: 'UPDATE plcs SET redemption_id = $2 WHERE token_id = $1',
     values: [current.token_id, request.redemptionId],
   });
+  reportCommitted(client, { kind: 'redemption', outcome: 'opened' });
   return { redemption, created: true };
 }
 
@@ -283,6 +285,11 @@ export async function recordGatewayTransfer(db: Queryable, id: string, transferI
   });
   if (row === null) throw new Error(`redemption ${id} already has another gateway transfer`);
   return row;
+}
+
+/** From the request (the row's creation) to its final state, for the metrics' histogram. */
+function secondsToFinal(row: { created_at: Date; finished_at: Date | null }): number {
+  return Math.max(0, ((row.finished_at ?? new Date()).getTime() - row.created_at.getTime()) / 1000);
 }
 
 export type FinishResult = { finished: boolean; redemption: RedemptionRow };
@@ -332,6 +339,8 @@ export async function finishRedemption(
         text: `UPDATE plcs SET status = 'REDEEMED', settlement_tx_id = $2, final_tx_id = $2, status_changed_at = now() WHERE token_id = $1`,
         values: [current.token_id, booked.transactionId],
       });
+      reportCommitted(client, { kind: 'redemption', outcome: 'SETTLED', seconds: secondsToFinal(redemption) });
+      reportCommitted(client, { kind: 'plc', event: 'redeemed', count: 1 });
       return { finished: true, redemption };
     }
     const posting = moneyModel.redeemFailed({
@@ -361,6 +370,7 @@ export async function finishRedemption(
       text: 'UPDATE plcs SET redemption_id = NULL WHERE token_id = $1 AND redemption_id = $2',
       values: [current.token_id, id],
     });
+    reportCommitted(client, { kind: 'redemption', outcome: 'FAILED', seconds: secondsToFinal(redemption) });
     return { finished: true, redemption };
   });
 }
@@ -510,5 +520,14 @@ export function listPayoutAttempts(db: Queryable, redemptionId: string): Promise
     text: `SELECT attempt, idempotency_key, gateway_transfer_id, gateway_status, closed_reason, retry_id, closed_at
              FROM redemption_payout_attempts WHERE redemption_id = $1 ORDER BY attempt`,
     values: [redemptionId],
+  });
+}
+
+/** Redemptions waiting for their payout and the oldest one's age (the metrics' gauges; docs/operations.md). */
+export function pendingPaymentStats(db: Queryable): Promise<{ count: number; oldest_ms: number | null }> {
+  return one(db, z.object({ count: z.number().int(), oldest_ms: z.number().nullable() }), {
+    name: 'redemption-pending-stats',
+    text: `SELECT count(*)::int AS count, (extract(epoch FROM now() - min(created_at)) * 1000)::float8 AS oldest_ms
+             FROM redemptions WHERE status = 'PENDING_PAYMENT'`,
   });
 }

@@ -72,6 +72,8 @@ export interface GatewayClientOptions {
   userAgent?: string;
   /** Largest answer read; a bigger one is refused as INVALID_RESPONSE. Default 4 MiB. */
   responseBytesMax?: number;
+  /** Told of every call once it ends (the metrics, infra/metrics.ts): its operation, duration and failure if any. */
+  observe?: (call: { operation: string; seconds: number; error?: unknown }) => void;
 }
 
 export interface GatewayClient {
@@ -143,6 +145,20 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   }
 
   async function call<S extends z.ZodType>(spec: CallSpec<S>): Promise<z.output<S>> {
+    const observe = options.observe;
+    if (observe === undefined) return callOnce(spec);
+    const started = performance.now();
+    try {
+      const answer = await callOnce(spec);
+      observe({ operation: spec.operation, seconds: (performance.now() - started) / 1000 });
+      return answer;
+    } catch (error) {
+      observe({ operation: spec.operation, seconds: (performance.now() - started) / 1000, error });
+      throw error;
+    }
+  }
+
+  async function callOnce<S extends z.ZodType>(spec: CallSpec<S>): Promise<z.output<S>> {
     const url = new URL(`${baseUrl}${spec.path}`);
     for (const [name, value] of Object.entries(spec.query ?? {})) {
       if (value !== undefined) url.searchParams.set(name, String(value));

@@ -258,6 +258,33 @@ export const configSchema = z
 
     /** Offers /docs (the interactive OpenAPI page); on by default. */
     API_DOCS_ENABLED: booleanFromEnv.default(true),
+
+    /**
+     * Observability (docs/operations.md). METRICS_ENABLED: the Prometheus metrics (prom-client) of
+     * the API and the worker. The API's `GET /metrics` on its own port (outside /api/v1) asks for
+     * `Authorization: Bearer METRICS_TOKEN` when the token is set; in production it is not served
+     * there at all without one. A separate bind, METRICS_HOST:API_METRICS_PORT (the API) and
+     * METRICS_HOST:WORKER_METRICS_PORT (the worker), serves `GET /metrics` alone, without a token:
+     * who reaches that address is the deployment's decision (loopback by default; unset port:
+     * none). The Temporal SDK's worker metrics go to TEMPORAL_METRICS_BIND (host:port; unset: none).
+     */
+    METRICS_ENABLED: booleanFromEnv.default(true),
+    METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').max(255).optional(),
+    METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+    API_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+    WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+    TEMPORAL_METRICS_BIND: z
+      .string()
+      .regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port')
+      .optional(),
+    /**
+     * OpenTelemetry traces: the spans of each request, the workflows and activities it starts, its
+     * SQL statements and gateway calls, sent over OTLP/HTTP to this endpoint (the collector's base
+     * URL, e.g. http://127.0.0.1:4318). Unset: no tracing at all (and no trace ids in the logs)
+     * unless TRACING_ENABLED=true, which traces without exporting (trace ids in the logs only).
+     */
+    OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+    TRACING_ENABLED: booleanFromEnv.optional(),
   })
   .superRefine((config, ctx) => {
     if (config.APP_ENV === 'production') {
@@ -354,6 +381,7 @@ export const secretConfigKeys = [
   'PIN_PEPPER',
   'SMTP_URL',
   'BLOCKLIST_SIGNING_SEED',
+  'METRICS_TOKEN',
 ] as const;
 
 export function webhookAutoHealEnabled(config: Config): boolean {
@@ -381,4 +409,14 @@ export function loginThrottlePolicy(config: Config) {
 
 export function devEndpointsEnabled(config: Config): boolean {
   return config.DEV_ENDPOINTS_ENABLED ?? config.APP_ENV !== 'production';
+}
+
+/** Whether the API serves GET /metrics: on unless turned off, and in production only with a token. */
+export function apiMetricsServed(config: Config): boolean {
+  return config.METRICS_ENABLED && (config.APP_ENV !== 'production' || config.METRICS_TOKEN !== undefined);
+}
+
+/** Whether the process traces (docs/operations.md, "Traces"): on with an OTLP endpoint unless turned off. */
+export function tracingEnabled(config: Config): boolean {
+  return config.TRACING_ENABLED ?? config.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined;
 }

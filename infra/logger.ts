@@ -1,5 +1,6 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
 import { truncateIdentifier } from '../src/ops/canary.ts';
+import { traceFields } from './trace-context.ts';
 
 /**
  * Paths pino replaces with "[redacted]" wherever they appear in a log object: credentials,
@@ -91,6 +92,8 @@ export function loggerOptions(level: string, name: string): LoggerOptions {
       }),
     },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // trace_id and span_id on every line written inside a trace (docs/operations.md, "Traces").
+    mixin: traceFields,
     formatters: { level: (label) => ({ level: label }) },
   };
 }

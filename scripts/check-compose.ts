@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { customSearchAttributes } from '../infra/search-attributes.ts';
 
 /**
@@ -29,6 +29,24 @@ const setupScript = readFileSync('deploy/temporal/setup-namespace.sh', 'utf8');
 for (const name of Object.keys(customSearchAttributes)) {
   if (!setupScript.includes(name)) problems.push(`deploy/temporal/setup-namespace.sh does not create search attribute ${name}`);
 }
+
+// The observability profile (docs/operations.md): every file it mounts exists, and every metric
+// the provisioned dashboard graphs is one the service defines (infra/metrics.ts) or the Temporal SDK's.
+const compose = readFileSync('docker-compose.yml', 'utf8');
+for (const [, mounted] of compose.matchAll(/- \.\/(deploy\/[^:\s]+):/g)) {
+  if (!existsSync(mounted as string)) problems.push(`docker-compose.yml mounts ./${mounted}, which does not exist`);
+}
+const metricsSource = readFileSync('infra/metrics.ts', 'utf8');
+const dashboard = JSON.parse(readFileSync('deploy/grafana/dashboards/settlement.json', 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+for (const panel of dashboard.panels) {
+  for (const target of panel.targets ?? []) {
+    for (const [name] of target.expr.matchAll(/\bplc_[a-z_]+/g)) {
+      const base = name.replace(/_(bucket|count|sum)$/, '');
+      if (!metricsSource.includes(`'${base}'`)) problems.push(`deploy/grafana/dashboards/settlement.json graphs ${name}, which infra/metrics.ts does not define`);
+    }
+  }
+}
+if (!/profiles: \["observability"\]/.test(compose)) problems.push('docker-compose.yml: the observability services must stay in their optional profile');
 
 if (problems.length > 0) {
   process.stderr.write(`${problems.join('\n')}\n`);

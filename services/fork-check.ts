@@ -1,5 +1,6 @@
 import { listTransfers, toKnownRecord } from '../db/plcs.ts';
 import type { Pool } from '../db/pool.ts';
+import { reportCommitted } from '../db/committed.ts';
 import { DomainError } from '../src/errors.ts';
 import { findFork, forkEvidenceJson, type ForkFinding } from '../src/plc/fork-check.ts';
 import type { KnownRecord } from '../src/plc/register-transfers.ts';
@@ -34,6 +35,8 @@ export interface ForkCheckInput {
 export async function refuseFork(pool: Pool, finding: ForkFinding, where: { route: ChainRoute; deviceId: string }): Promise<never> {
   const evidence = forkEvidenceJson(finding);
   const { flag, block } = await recordForkAndBlock(pool, finding, where);
+  // Committed by now (recordForkAndBlock's own transaction): counted once per refusal.
+  reportCommitted(pool, { kind: 'fork_detected', route: where.route });
   throw new DomainError('DOUBLE_SPEND_DETECTED', 'this chain spends a PLC state that already has another successor: a double spend by its signer', {
     ...evidence,
     // The name this refusal had before (the culprit), kept for clients that read it.

@@ -1,4 +1,13 @@
+import { createRequire } from 'node:module';
+import type { Context as ActivityContext } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+} from '@temporalio/interceptors-opentelemetry';
+import type { Resource } from '@opentelemetry/resources';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
 import type { Pool } from '../db/pool.ts';
@@ -20,10 +29,20 @@ export interface CreateWorkerOptions {
   mail?: PinResetMailDeps | null;
   /** The sticky cache's size (`TEMPORAL_MAX_CACHED_WORKFLOWS`); undefined: the SDK's default. */
   maxCachedWorkflows?: number | undefined;
+  /**
+   * Traces (infra/tracing.ts): activities continue the trace of the workflow that scheduled them,
+   * workflows the trace of the request that started them; workflow spans leave the sandbox through
+   * a sink into `spanProcessor`. A prebuilt bundle must then include `workflowTracingModule`.
+   */
+  tracing?: { spanProcessor: SpanProcessor; resource: Resource } | null;
 }
+
+/** The SDK's OpenTelemetry workflow interceptors, bundled with the workflows when tracing is on. */
+export const workflowTracingModule = createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 
 /** The worker: all workflows and all activities, activities built from their dependencies. */
 export function createWorker(options: CreateWorkerOptions): Promise<Worker> {
+  const tracing = options.tracing ?? null;
   const workflowSource: Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'> =
     options.workflowBundlePath === undefined
       ? { workflowsPath }
@@ -41,7 +60,16 @@ export function createWorker(options: CreateWorkerOptions): Promise<Worker> {
       temporal: new Client({ connection: options.connection, namespace: options.namespace }),
     }),
     // Every activity that moves money or calls the gateway leaves an entry in the operation log.
-    interceptors: { activity: [operationLogInterceptor(options.pool)] },
+    interceptors: {
+      activity: [
+        ...(tracing === null
+          ? []
+          : [(ctx: ActivityContext) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })]),
+        operationLogInterceptor(options.pool),
+      ],
+      ...(tracing === null || options.workflowBundlePath !== undefined ? {} : { workflowModules: [workflowTracingModule] }),
+    },
+    ...(tracing === null ? {} : { sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) } }),
     // Running activities get this long to finish on shutdown; each money movement is one
     // database transaction, so a cut-off activity has booked all or nothing and is retried.
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 30_000,

@@ -4,7 +4,9 @@ import { pinResetMailFromConfig } from '../activities/security.ts';
 import { createPool } from '../db/pool.ts';
 import { createGatewayClient } from '../gateway/index.ts';
 import { prepareDatabaseAt } from '../infra/bootstrap.ts';
-import { ConfigError, loadConfig, webhookAutoHealEnabled } from '../infra/config.ts';
+import { ConfigError, loadConfig, tracingEnabled, webhookAutoHealEnabled } from '../infra/config.ts';
+import { createServiceMetrics, serveMetrics } from '../infra/metrics.ts';
+import { startTracing } from '../infra/tracing.ts';
 import { createLogger } from '../infra/logger.ts';
 import { stopWhenSupervisorExits } from '../infra/supervised.ts';
 import { createWorker } from './create-worker.ts';
@@ -26,7 +28,21 @@ async function main(): Promise<void> {
       ...(config.TEMPORAL_ADDRESS === undefined ? ['TEMPORAL_ADDRESS: is required to run the worker alone (npm start sets it)'] : []),
     ]);
   }
-  Runtime.install({ shutdownSignals: ['SIGTERM', 'SIGINT'] });
+  Runtime.install({
+    shutdownSignals: ['SIGTERM', 'SIGINT'],
+    // The SDK's own worker metrics (task slots, poll latencies, sticky cache, activity and workflow
+    // task outcomes), served by its core on a Prometheus endpoint of their own.
+    ...(config.METRICS_ENABLED && config.TEMPORAL_METRICS_BIND !== undefined
+      ? { telemetryOptions: { metrics: { prometheus: { bindAddress: config.TEMPORAL_METRICS_BIND }, metricPrefix: 'temporal_' } } }
+      : {}),
+  });
+  // Traces (docs/operations.md): before the pool and the worker exist.
+  const tracing = tracingEnabled(config) ? startTracing({ serviceName: 'plc-settlement-worker', otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT }) : null;
+  const metrics = config.METRICS_ENABLED ? createServiceMetrics({ process: 'worker' }) : null;
+  const metricsServer =
+    metrics !== null && config.WORKER_METRICS_PORT !== undefined
+      ? await serveMetrics(metrics, { host: config.METRICS_HOST, port: config.WORKER_METRICS_PORT })
+      : null;
   stopWhenSupervisorExits();
   await prepareDatabaseAt(config.DATABASE_URL, config, logger, 'settlement-worker-migrate');
   const pool = createPool({
@@ -43,7 +59,13 @@ async function main(): Promise<void> {
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       pool,
-      gateway: createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS }),
+      gateway: createGatewayClient({
+        baseUrl: config.GATEWAY_BASE_URL,
+        apiKey: config.GATEWAY_API_KEY,
+        timeoutMs: config.GATEWAY_TIMEOUT_MS,
+        ...(metrics === null ? {} : { observe: metrics.observeGatewayCall }),
+      }),
+      tracing,
       mail: pinResetMailFromConfig(config),
       shutdownGraceTimeMs: config.SHUTDOWN_GRACE_MS,
       maxCachedWorkflows: config.TEMPORAL_MAX_CACHED_WORKFLOWS,
@@ -72,6 +94,9 @@ async function main(): Promise<void> {
   } finally {
     await connection.close();
     await pool.end();
+    metricsServer?.close();
+    metrics?.close();
+    await tracing?.shutdown();
   }
 }
 

@@ -12,6 +12,8 @@
 import { performance } from 'node:perf_hooks';
 import { Client, Connection } from '@temporalio/client';
 import { buildApp } from '../../api/app.ts';
+import { createServiceMetrics } from '../../infra/metrics.ts';
+import { metricsDatabaseReaders } from '../../db/metrics-readers.ts';
 import { groupCommitStats } from '../../db/group-commit.ts';
 import { createPool } from '../../db/pool.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
@@ -51,8 +53,15 @@ async function main(): Promise<void> {
   const pool = createPool({ connectionString: config.DATABASE_URL as string, max: settings.poolMax, applicationName: 'bench-protocol-api' });
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS as string });
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
-  const app = await buildApp({ deps: { config, pool, temporal, gateway }, logger: false });
+  // Metrics as api/server.ts makes them (METRICS_ENABLED; bench:protocol --metrics-ab runs a second process without).
+  const metrics = config.METRICS_ENABLED ? createServiceMetrics({ process: 'api', database: metricsDatabaseReaders(pool) }) : null;
+  const gateway = createGatewayClient({
+    baseUrl: config.GATEWAY_BASE_URL,
+    apiKey: config.GATEWAY_API_KEY,
+    timeoutMs: config.GATEWAY_TIMEOUT_MS,
+    ...(metrics === null ? {} : { observe: metrics.observeGatewayCall }),
+  });
+  const app = await buildApp({ deps: { config, pool, temporal, gateway }, logger: false, metrics });
   // Bench-only: the same app instance, one INSERT and nothing else (no schema, no rate limit).
   app.post(settings.baselinePath, async (request) => {
     const device = request.headers['x-device-id'];

@@ -44,6 +44,8 @@ export interface BenchServices {
   temporalCli: string;
   api: ApiProcess;
   baseUrl: string;
+  /** With `metricsAb`: a second API process on the same database with METRICS_ENABLED=false (the first keeps its metrics on). */
+  apiWithoutMetrics?: { api: ApiProcess; baseUrl: string } | undefined;
   taskQueue: string;
   bareTaskQueue: string;
   stop(): Promise<void>;
@@ -59,6 +61,8 @@ export interface ServiceOptions {
   statusYieldUtilization?: number | undefined;
   /** Both workers' sticky cache (TEMPORAL_MAX_CACHED_WORKFLOWS); the SDK's default when absent. */
   workerCache?: number | undefined;
+  /** Also start an API process with METRICS_ENABLED=false, for the metrics' cost (docs/benchmarks.md). */
+  metricsAb?: boolean;
 }
 
 export async function startServices(options: ServiceOptions): Promise<BenchServices> {
@@ -97,6 +101,9 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       // Idle, the dev server takes 40 status signals a second (it saturates near 45 workflow
       // tasks/s); the default 20 would make draining a run's first hops take twice as long.
       PLC_STATUS_MAX_PER_SECOND: '40',
+      // The setup's PLC creates go through Temporal; on a loaded shared machine a workflow's first
+      // task may take seconds (the tests do the same). The transfer route calls no Temporal.
+      TEMPORAL_CALL_TIMEOUT_MS: '30000',
       ...(options.statusYieldUtilization === undefined ? {} : { PLC_STATUS_YIELD_UTILIZATION: String(options.statusYieldUtilization) }),
     };
     const config = loadConfig(configEnv);
@@ -135,6 +142,11 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
 
     const { api, baseUrl: address } = await startApiProcess({ env: configEnv, poolMax: options.appPoolMax, baselineTable, baselinePath }, cleanups);
     log(`app listening on ${address} (API process ${api.pid})`);
+    let apiWithoutMetrics: { api: ApiProcess; baseUrl: string } | undefined;
+    if (options.metricsAb === true) {
+      apiWithoutMetrics = await startApiProcess({ env: { ...configEnv, METRICS_ENABLED: 'false' }, poolMax: options.appPoolMax, baselineTable, baselinePath }, cleanups);
+      log(`app without metrics listening on ${apiWithoutMetrics.baseUrl} (API process ${apiWithoutMetrics.api.pid})`);
+    }
 
     return {
       databaseName,
@@ -146,6 +158,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       temporalCli: cliPath,
       api,
       baseUrl: address,
+      apiWithoutMetrics,
       taskQueue,
       bareTaskQueue,
       stop,

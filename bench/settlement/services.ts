@@ -10,6 +10,8 @@ import { applyMigrations } from '../../db/migrate.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
 import { loadConfig, type Config } from '../../infra/config.ts';
+import { createServiceMetrics } from '../../infra/metrics.ts';
+import { metricsDatabaseReaders } from '../../db/metrics-readers.ts';
 import { hashPassword } from '../../infra/passwords.ts';
 import { freePort, type DevServer } from '../../infra/temporal-dev-server.ts';
 import { createSimulator, type Simulator } from '../../simulator/app.ts';
@@ -61,6 +63,8 @@ export interface ServiceOptions {
   appPoolMax: number;
   workerPoolMax: number;
   validationDelayMs: number;
+  /** METRICS_ENABLED of the app, its gateway client and the worker's (docs/benchmarks.md, "Metrics"). */
+  metrics?: boolean;
 }
 
 export async function startServices(options: ServiceOptions): Promise<BenchServices> {
@@ -101,12 +105,22 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       RATE_LIMIT_TRANSFER_PER_MINUTE: '1000000',
       RATE_LIMIT_REDEEM_PER_MINUTE: '1000000',
       PLC_DAILY_LIMIT_MINOR: String(10n ** 15n),
+      METRICS_ENABLED: options.metrics === false ? 'false' : 'true',
+      // The setup's PLC creates go through Temporal; on a loaded shared machine a workflow's first
+      // task may take seconds (the tests do the same).
+      TEMPORAL_CALL_TIMEOUT_MS: '30000',
     });
+    // As in production, the API and the worker each have their metrics (here in one process, so
+    // both hear every committed fact: the cost measured is, if anything, above a real one's).
+    const apiMetrics = config.METRICS_ENABLED ? createServiceMetrics({ process: 'api', database: metricsDatabaseReaders(pool) }) : null;
+    const workerMetrics = config.METRICS_ENABLED ? createServiceMetrics({ process: 'worker' }) : null;
+    cleanups.push({ name: 'metrics', run: async () => [apiMetrics, workerMetrics].forEach((metrics) => metrics?.close()) });
     const gateway = createGatewayClient({
       baseUrl: config.GATEWAY_BASE_URL,
       apiKey: config.GATEWAY_API_KEY,
       timeoutMs: config.GATEWAY_TIMEOUT_MS,
       fetch: probes.gatewayFetch(),
+      ...(workerMetrics === null ? {} : { observe: workerMetrics.observeGatewayCall }),
     });
 
     Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -178,7 +192,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
     cleanups.push({ name: 'driver connection', run: () => driverConnection.close() });
     const driverTemporal = new Client({ connection: driverConnection, namespace: config.TEMPORAL_NAMESPACE });
 
-    const app = await buildApp({ deps: { config, pool, temporal, gateway }, logger: false });
+    const app = await buildApp({ deps: { config, pool, temporal, gateway }, logger: false, metrics: apiMetrics });
     cleanups.push({ name: 'app', run: () => app.close() });
     // Bench-only routes on the same app instance: the bare settlement, driven like a redemption.
     app.post(bareOpenPath, async (request) => {

@@ -7,7 +7,8 @@ import { buildApp } from '../../api/app.ts';
 import { ensureAdminUser, type AdminRole } from '../../db/admin-users.ts';
 import { loadConfig, type Config } from '../../infra/config.ts';
 import { hashPassword } from '../../infra/passwords.ts';
-import { createWorker } from '../../worker/create-worker.ts';
+import { createWorker, type CreateWorkerOptions } from '../../worker/create-worker.ts';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { createGatewayClient } from '../../gateway/index.ts';
 import { pinResetMailFromConfig } from '../../activities/security.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -46,7 +47,15 @@ export function installQuietRuntime(): void {
   }
 }
 
-export async function createTestApp(overrides: Record<string, string> = {}): Promise<TestApp> {
+/** What a test changes in how the app and its workers are built (the tracing test: test/e2e/tracing.test.ts). */
+export interface TestAppOptions {
+  /** Traces: the client's and the worker's OpenTelemetry interceptors, with this span sink. */
+  tracing?: CreateWorkerOptions['tracing'];
+  /** A workflow bundle of the test's own (with the tracing interceptors) instead of the run's. */
+  workflowBundlePath?: string;
+}
+
+export async function createTestApp(overrides: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const db = await createTestDatabase();
   const taskQueue = `test-${randomUUID()}`;
   const config = loadConfig({
@@ -63,7 +72,11 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
     ...overrides,
   });
   const connection = await Connection.connect({ address: inject('temporalAddress') });
-  const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const temporal = new Client({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    ...(options.tracing === undefined || options.tracing === null ? {} : { interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } }),
+  });
   const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
   const app = await buildApp({ deps: { config, pool: db.pool, temporal, gateway }, logger: false });
   const statuses = observeStatuses(app);
@@ -86,7 +99,8 @@ export async function createTestApp(overrides: Record<string, string> = {}): Pro
         pool: db.pool,
         gateway,
         mail: pinResetMailFromConfig(config),
-        workflowBundlePath: inject('workflowBundlePath'),
+        workflowBundlePath: options.workflowBundlePath ?? inject('workflowBundlePath'),
+        tracing: options.tracing ?? null,
         shutdownGraceTimeMs: 2000,
         maxCachedWorkflows: config.TEMPORAL_MAX_CACHED_WORKFLOWS,
       });

@@ -11,7 +11,7 @@ import {
   signRedeem,
   type Plc,
 } from '../../src/protocol/index.ts';
-import { createTestApp, type TestApp } from './app.ts';
+import { createTestApp, type TestApp, type TestAppOptions } from './app.ts';
 import type { TestWallet } from './wallet.ts';
 
 /**
@@ -33,6 +33,8 @@ export async function startSettlementHarness(
     inProcessWorker?: boolean;
     /** Called before the app listens: a test adds its own hooks here (a fault injected into the service). */
     beforeListen?: (app: FastifyInstance) => void;
+    /** How the app and its workers are built (test/support/app.ts). */
+    testApp?: TestAppOptions;
   } = {},
 ): Promise<SettlementHarness> {
   const simulatorPort = await freePort();
@@ -47,7 +49,7 @@ export async function startSettlementHarness(
     RATE_LIMIT_TRANSFER_PER_MINUTE: '100000',
     RATE_LIMIT_REDEEM_PER_MINUTE: '100000',
     ...overrides,
-  });
+  }, options.testApp);
   if (options.inProcessWorker !== false) await t.startWorker();
   options.beforeListen?.(t.app);
   const appUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
