@@ -124,6 +124,11 @@ export const configSchema = z
     PLC_STATUS_YIELD_UTILIZATION: z.coerce.number().min(0).max(1).default(0.7),
     PLC_STATUS_BUSY_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(2),
     /**
+     * One API process delivers the outbox at a time, elected by a PostgreSQL advisory lock: the
+     * others ask for the lock this often, which bounds the failover after its holder dies.
+     */
+    PLC_STATUS_LEADER_RETRY_MS: z.coerce.number().int().min(100).max(60_000).default(2000),
+    /**
      * Group commit (db/group-commit.ts): statements of one kind (rate-limit counts, transfer
      * appends) running at once per process; requests arriving meanwhile join the next statement.
      * Each holds a pool connection: the two kinds together may hold 2 x this many, which must
