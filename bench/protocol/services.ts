@@ -24,6 +24,7 @@ import { bareTable, createBareActivities } from './bare-activity.ts';
 
 export const baselineTable = 'bench_baseline_rows';
 export const baselinePath = '/bench/baseline';
+export const floorPath = '/bench/floor';
 
 /** The API process, seen from the bench. */
 export interface ApiProcess {
@@ -46,6 +47,8 @@ export interface BenchServices {
   baseUrl: string;
   taskQueue: string;
   bareTaskQueue: string;
+  /** Starts one more API process (a replica: same settings, same database; stopped by `stop()`). */
+  startReplica(): Promise<{ api: ApiProcess; baseUrl: string }>;
   stop(): Promise<void>;
 }
 
@@ -59,6 +62,8 @@ export interface ServiceOptions {
   statusYieldUtilization?: number | undefined;
   /** Both workers' sticky cache (TEMPORAL_MAX_CACHED_WORKFLOWS); the SDK's default when absent. */
   workerCache?: number | undefined;
+  /** PLC_CHAIN_MEMO_MAX for the API processes (0: no memo of registered chains); the service's default when absent. */
+  chainMemo?: number | undefined;
 }
 
 export async function startServices(options: ServiceOptions): Promise<BenchServices> {
@@ -97,7 +102,11 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       // Idle, the dev server takes 40 status signals a second (it saturates near 45 workflow
       // tasks/s); the default 20 would make draining a run's first hops take twice as long.
       PLC_STATUS_MAX_PER_SECOND: '40',
+      // The preparation creates thousands of PLCs through the API: on a loaded machine the
+      // update-with-start can take longer than the default 5 s, which would fail the run.
+      TEMPORAL_CALL_TIMEOUT_MS: '30000',
       ...(options.statusYieldUtilization === undefined ? {} : { PLC_STATUS_YIELD_UTILIZATION: String(options.statusYieldUtilization) }),
+      ...(options.chainMemo === undefined ? {} : { PLC_CHAIN_MEMO_MAX: String(options.chainMemo) }),
     };
     const config = loadConfig(configEnv);
     const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
@@ -133,7 +142,8 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
     cleanups.push({ name: 'client connection', run: () => connection.close() });
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 
-    const { api, baseUrl: address } = await startApiProcess({ env: configEnv, poolMax: options.appPoolMax, baselineTable, baselinePath }, cleanups);
+    const apiSettings: ApiProcessSettings = { env: configEnv, poolMax: options.appPoolMax, baselineTable, baselinePath, floorPath };
+    const { api, baseUrl: address } = await startApiProcess(apiSettings, cleanups);
     log(`app listening on ${address} (API process ${api.pid})`);
 
     return {
@@ -148,6 +158,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       baseUrl: address,
       taskQueue,
       bareTaskQueue,
+      startReplica: () => startApiProcess(apiSettings, cleanups),
       stop,
     };
   } catch (error) {
