@@ -51,6 +51,15 @@ export const configSchema = z
      */
     TEMPORAL_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).optional(),
     /**
+     * The PLC workflows' own task queue (unset: TEMPORAL_TASK_QUEUE with `-plc` appended), served
+     * by a second worker in the worker process with a sticky cache of
+     * TEMPORAL_PLC_MAX_CACHED_WORKFLOWS: a PLC workflow waits up to 168 hours on its expiry timer,
+     * so a large cache holds idle ones and makes every create dearer (docs/benchmarks.md). The
+     * main worker still runs PLC workflows started on TEMPORAL_TASK_QUEUE before the split.
+     */
+    TEMPORAL_PLC_TASK_QUEUE: z.string().min(1).optional(),
+    TEMPORAL_PLC_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).default(20),
+    /**
      * The Temporal calls made while answering a request (update-with-start and its wait for the
      * update's outcome, signals, starts, describes) end this long after the request arrived at
      * the latest; so does each signal of the PLC status outbox's dispatcher.
@@ -358,4 +367,9 @@ export function loginThrottlePolicy(config: Config) {
 
 export function devEndpointsEnabled(config: Config): boolean {
   return config.DEV_ENDPOINTS_ENABLED ?? config.APP_ENV !== 'production';
+}
+
+/** The task queue PLC workflows start on (TEMPORAL_PLC_TASK_QUEUE, or TEMPORAL_TASK_QUEUE + `-plc`). */
+export function plcTaskQueueOf(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_PLC_TASK_QUEUE'>): string {
+  return config.TEMPORAL_PLC_TASK_QUEUE ?? `${config.TEMPORAL_TASK_QUEUE}-plc`;
 }

@@ -6,17 +6,17 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { applyMigrations } from '../../db/migrate.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
-import { loadConfig, type Config } from '../../infra/config.ts';
+import { loadConfig, plcTaskQueueOf, type Config } from '../../infra/config.ts';
 import type { DevServer } from '../../infra/temporal-dev-server.ts';
 import { cleanupStack, createBenchDatabase, startBenchDevServer, type Cleanups } from '../support/services.ts';
-import { createWorker } from '../../worker/create-worker.ts';
+import { createWorkerPair } from '../../worker/create-worker.ts';
 import type { ApiProcessSettings, ApiRequest } from './api-process.ts';
 import { bareTable, createBareActivities } from './bare-activity.ts';
 
 /**
  * Everything parts (b) and (c) of the protocol benchmark run against, started here and stopped
  * by `stop()` in reverse order (also after a failed start): a fresh migrated database, a Temporal
- * dev server (headless, in memory, free port), the service's worker plus a second worker for the
+ * dev server (headless, in memory, free port), the service's two workers (main and PLC task queues) plus a worker for the
  * bench-only bare workflow (in this process), and the real app (`buildApp`) in a process of its
  * own (api-process.ts, as the API runs apart from the workers when deployed), listening on
  * 127.0.0.1, port 0, with rate limits raised out of the way and one bench-only baseline route.
@@ -116,7 +116,20 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
     cleanups.push({ name: 'worker connection', run: () => workerConnection.close() });
     const bundleStarted = performance.now();
     const cache = options.workerCache === undefined ? {} : { maxCachedWorkflows: options.workerCache };
-    const worker = await createWorker({ connection: workerConnection, namespace: config.TEMPORAL_NAMESPACE, taskQueue, pool: workerPool, gateway, shutdownGraceTimeMs: 2000, ...cache });
+    // The worker process's two workers (worker/main.ts): the main task queue and the PLC
+    // workflows' own, whose sticky cache is TEMPORAL_PLC_MAX_CACHED_WORKFLOWS unless --worker-cache says.
+    const pair = await createWorkerPair({
+      connection: workerConnection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue,
+      pool: workerPool,
+      gateway,
+      shutdownGraceTimeMs: 2000,
+      ...cache,
+      plcTaskQueue: plcTaskQueueOf(config),
+      plcMaxCachedWorkflows: options.workerCache ?? config.TEMPORAL_PLC_MAX_CACHED_WORKFLOWS,
+    });
+    const worker = pair.main;
     const bareWorker = await Worker.create({
       connection: workerConnection,
       namespace: config.TEMPORAL_NAMESPACE,
@@ -126,7 +139,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       shutdownGraceTime: 2000,
       ...cache,
     });
-    for (const [name, w] of [['worker', worker], ['bare worker', bareWorker]] as const) {
+    for (const [name, w] of [['worker', worker], ['PLC worker', pair.plc], ['bare worker', bareWorker]] as const) {
       const running = w.run();
       cleanups.push({
         name,
@@ -136,7 +149,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
         },
       });
     }
-    log(`workers started (service + bare, workflows bundled in ${((performance.now() - bundleStarted) / 1000).toFixed(1)} s; sticky cache ${worker.options.maxCachedWorkflows} workflows each)`);
+    log(`workers started (service + bare, workflows bundled in ${((performance.now() - bundleStarted) / 1000).toFixed(1)} s; sticky cache ${worker.options.maxCachedWorkflows} workflows each, the PLC worker's ${pair.plc.options.maxCachedWorkflows})`);
 
     const connection = await Connection.connect({ address: devServer.address });
     cleanups.push({ name: 'client connection', run: () => connection.close() });
