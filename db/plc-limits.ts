@@ -6,7 +6,7 @@ import { withTransaction, type Pool, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
 
 /**
- * Progressive limits (migration 26): what the create path reads to compute a device's limits,
+ * Progressive limits (migration 25_plc_limits): what the create path reads to compute a device's limits,
  * the increase requests and the overrides an approval grants.
  */
 

@@ -4,7 +4,7 @@ import type { Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
 
 /**
- * Reputation scores and their events (migration 25). Events are recorded by `reputation_record`
+ * Reputation scores and their events (migration 24_reputation). Events are recorded by `reputation_record`
  * in the transaction of the event itself: the triggers on plcs, redemptions and risk_flags call
  * it, and `recordReputationEvent` is the way for code that proves something the tables do not
  * (a fork proven, a key blocked).

@@ -1,7 +1,7 @@
 /**
  * Reputation: the score of an owner (a wallet's public key), its tiers, and what each event does
  * to it (docs/limits-and-fees.md, "Reputation"). Pure: the database applies the same rules in
- * `reputation_record` (migration 25), and test/db/reputation.test.ts holds the two equal on
+ * `reputation_record` (migration 24_reputation), and test/db/reputation.test.ts holds the two equal on
  * the same table of cases; the property test holds every stored score equal to `replay` of the
  * owner's stored events.
  */

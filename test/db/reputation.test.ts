@@ -10,7 +10,7 @@ import { applyEvent, initialReputation, reputationEventKinds, reputationTiers, r
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 /**
- * Reputation in PostgreSQL (migration 25) against the rules of src/reputation/rules.ts: the same
+ * Reputation in PostgreSQL (migration 24_reputation) against the rules of src/reputation/rules.ts: the same
  * deltas and tiers on the same table, every stored score equal to a replay of the owner's stored
  * events (a property test over random histories), and the events that already happen (a PLC
  * issued or expired, a risk flag) moving the score in their own transaction.
