@@ -476,7 +476,7 @@ async function main(): Promise<void> {
       const ratio = first.run.result.perSecond / floor.result.perSecond;
       const cpuRatio = perRequestCpuS(floor) / perRequestCpuS(first.run);
       log(`${first.name} / floor: ${pct(ratio)} of its requests per second; CPU per request (all processes) floor / transfer ${pct(cpuRatio)}`);
-      checks.push([`(b) ${first.name} / floor (req/s, same run)`, pct(ratio), `>= ${pct(targets.transferOverFloor)}`, verdict(ratio >= targets.transferOverFloor)]);
+      checks.push([`(b) ${first.name} / floor (req/s, same run)`, `${(ratio * 100).toFixed(1)}%`, `>= ${pct(targets.transferOverFloor)}`, verdict(ratio >= targets.transferOverFloor)]);
     }
   }
   if (replicaRounds.length > 0) {
