@@ -37,6 +37,7 @@ import { chargeRoutes } from './routes/charges.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { redemptionWebhookRoutes } from './routes/redemption-webhooks.ts';
 import { devRoutes } from './routes/dev.ts';
+import { feeRoutes } from './routes/fees.ts';
 import { securityRoutes } from './routes/security.ts';
 import { createSecurityService } from './services/security.ts';
 import { devEndpointsEnabled } from '../infra/config.ts';
@@ -150,6 +151,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   if (devEndpointsEnabled(options.deps.config)) await app.register(devRoutes, { prefix: '/api/v1/dev' });
   await app.register(adminReconcileRoutes, { prefix: '/api/v1/admin/reconcile' });
   await app.register(securityRoutes, { prefix: '/api/v1/security' });
+  await app.register(feeRoutes, { prefix: '/api/v1/fees' });
   await app.register(consoleRoutes, {});
 
   return app;

@@ -239,6 +239,8 @@ export const configSchema = z
     PIN_RESET_REQUESTS_PER_HOUR: z.coerce.number().int().min(1).max(1000).default(5),
     /** Requests per minute per client address on each /api/v1/security/ route. */
     RATE_LIMIT_SECURITY_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),
+    /** Requests per minute per client address on each /api/v1/fees/ route but the schedule. */
+    RATE_LIMIT_FEES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
     /**
      * Outgoing mail for PIN resets: smtp://user:pass@host:port (or smtps://). Unset: request-reset
      * answers 501 PIN_RESET_EMAIL_UNAVAILABLE. `npm start` points it at its embedded sink.

@@ -87,6 +87,11 @@ export const errorCodes = [
   'LIMIT_REQUEST_NOT_PENDING',
   'LIMIT_INCREASE_NOT_NEEDED',
   'LIMIT_ABOVE_CEILING',
+  // Fees with consent (docs/limits-and-fees.md)
+  'FEE_SCHEDULE_VERSION_UNKNOWN',
+  'FEE_SCHEDULE_SUPERSEDED',
+  'FEE_CONSENT_REQUIRED',
+  'FEE_EXCEEDS_AMOUNT',
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];
