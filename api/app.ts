@@ -2,10 +2,11 @@ import fastifyRateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
+import { advisoryLeadership } from '../db/advisory-leader.ts';
 import { createPgRateLimitStore } from '../db/rate-limit-store.ts';
 import { DomainError } from '../src/errors.ts';
 import { authPlugin } from './plugins/auth.ts';
-import { startPlcStatusDispatcher, type PlcStatusDispatcher } from './plc-status-dispatcher.ts';
+import { plcStatusDispatcherLockKey, startPlcStatusDispatcher, type PlcStatusDispatcher } from './plc-status-dispatcher.ts';
 import { deadlinesPlugin } from './plugins/deadlines.ts';
 import { depsPlugin, type AppDeps, type AppDepsInput } from './plugins/deps.ts';
 import { answerClientError, answerFrameworkError, errorsPlugin } from './plugins/errors.ts';
@@ -113,6 +114,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       maxPerSecond: options.deps.config.PLC_STATUS_MAX_PER_SECOND,
       signalTimeoutMs: options.deps.config.TEMPORAL_CALL_TIMEOUT_MS,
       whenBusy: { utilization: options.deps.config.PLC_STATUS_YIELD_UTILIZATION, perSecond: options.deps.config.PLC_STATUS_BUSY_PER_SECOND },
+      // One dispatcher per database delivers, whatever the number of replicas: the caps above
+      // are the deployment's rate, not each replica's.
+      leadership: advisoryLeadership(options.deps.pool, {
+        key: plcStatusDispatcherLockKey,
+        retryMs: options.deps.config.PLC_STATUS_LEADER_RETRY_MS,
+        timeoutMs: options.deps.config.DATABASE_CONNECT_TIMEOUT_MS,
+        applicationName: 'settlement-api-plc-status-leader',
+      }),
     });
   });
   app.addHook('onClose', async () => {

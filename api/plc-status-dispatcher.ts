@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { AdvisoryLeadership } from '../db/advisory-leader.ts';
 import type { Pool } from '../db/pool.ts';
 import { claimDueStatuses, completeStatus, failStatus, type OutboxRow } from '../db/plc-status-outbox.ts';
 import { plcTransferredSignal } from '../workflows/plc.ts';
@@ -8,9 +9,12 @@ import { withTemporalDeadline } from './temporal.ts';
 /**
  * Delivers the PLC statuses queued in `plc_status_outbox` to the PLC workflows, after the
  * transfer route has answered: the workflow's status search attribute follows the PLC within
- * about one poll interval, and a transfer never waits for Temporal. Every API process runs one;
- * rows are claimed with a lease (`FOR UPDATE SKIP LOCKED`), so replicas share the work and a
- * process that dies mid-delivery leaves its rows to the next lease. A failed signal is retried
+ * about one poll interval, and a transfer never waits for Temporal. Every API process runs one,
+ * but only the one that holds the dispatchers' advisory lock (`leadership`, db/advisory-leader.ts)
+ * delivers: the rate caps below are the deployment's, however many replicas run, and when the
+ * leader dies another replica takes the lock within `PLC_STATUS_LEADER_RETRY_MS`. Rows are also
+ * claimed with a lease (`FOR UPDATE SKIP LOCKED`), so a process that dies mid-delivery leaves its
+ * rows to the next lease, and two dispatchers never deliver one row at once. A failed signal is retried
  * with exponential backoff (capped), never dropped; a workflow that has already ended (expired,
  * cancelled, redeemed) needs no status and its row is done.
  */
@@ -41,6 +45,12 @@ export interface PlcStatusDispatcherOptions {
   utilizationSinceLastCall?: () => number;
   /** How long a claimed row stays hidden from other dispatchers. */
   leaseMs?: number;
+  /**
+   * Deliver only while this process leads (holds the advisory lock); the others ask again every
+   * `retryMs` of the election. Without it (tests driving a dispatcher of their own) every poll
+   * delivers.
+   */
+  leadership?: AdvisoryLeadership;
   /** Bound on each signal: a Temporal that does not answer fails the row's delivery (retried with backoff) instead of stalling the poll. */
   signalTimeoutMs?: number;
 }
@@ -48,9 +58,14 @@ export interface PlcStatusDispatcherOptions {
 export interface PlcStatusDispatcher {
   /** One poll: claims due rows (at most `limit`, the batch size by default) and delivers them; resolves with how many were claimed. */
   drainOnce(limit?: number): Promise<number>;
-  /** Stops polling; waits for the poll in flight, at most 2 s. */
+  /** Whether this dispatcher led at its latest poll (always true without `leadership`). */
+  leading(): boolean;
+  /** Stops polling; waits for the poll in flight, at most 2 s; gives up the leadership. */
   stop(): Promise<void>;
 }
+
+/** The advisory lock the API processes' dispatchers elect their one leader with ('plc-stat' in ASCII). */
+export const plcStatusDispatcherLockKey = 0x706c632d73746174n;
 
 const retryCapMs = 5 * 60_000;
 /** How long stop() waits for an in-flight poll. */
@@ -118,8 +133,17 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
       wake = undefined;
     });
 
+  let leading = options.leadership === undefined;
   const loop = (async () => {
     while (!stopped) {
+      if (options.leadership !== undefined) {
+        leading = await options.leadership.ensure();
+        if (stopped) break;
+        if (!leading) {
+          await pause(options.pollMs);
+          continue;
+        }
+      }
       const started = Date.now();
       // Busy: one row per poll, so that the pause after it is short and the rate follows the load.
       const busy = isBusy();
@@ -139,6 +163,7 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
 
   return {
     drainOnce,
+    leading: () => leading,
     async stop() {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);
@@ -148,6 +173,8 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
       let bound: NodeJS.Timeout | undefined;
       await Promise.race([loop, new Promise<void>((resolve) => (bound = setTimeout(resolve, stopWaitMs)))]);
       clearTimeout(bound);
+      await options.leadership?.release();
+      leading = false;
     },
   };
 }

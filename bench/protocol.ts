@@ -2,15 +2,20 @@
  * Protocol benchmark (not a test). Run: `npm run bench:protocol`, or
  * `node --import ./worker/preload.ts bench/protocol.ts [--parts a,b,c] [--duration-s 10] [--warmup-s 2] [--connections 16]
  *   [--create-duration-s 10] [--short-plcs 5000] [--long-plcs 600] [--chains 64] [--rounds 8]
- *   [--status-yield <0..1>] [--worker-cache N]`: `--status-yield` sets the API's PLC_STATUS_YIELD_UTILIZATION
- *   and `--worker-cache` both workers' sticky cache (TEMPORAL_MAX_CACHED_WORKFLOWS), for A/B runs; the
- *   service's and the SDK's defaults when absent.
+ *   [--status-yield <0..1>] [--worker-cache N] [--chain-memo N]`: `--status-yield` sets the API's PLC_STATUS_YIELD_UTILIZATION,
+ *   `--worker-cache` both workers' sticky cache (TEMPORAL_MAX_CACHED_WORKFLOWS) and `--chain-memo` the API
+ *   processes' PLC_CHAIN_MEMO_MAX (0: no memo), for A/B runs; the service's and the SDK's defaults when absent.
  *
  * (a) chain verification in the library: hops/s for 16-hop chains with @noble/ed25519 and with
  *     the server's node:crypto verifier (infra/ed25519-node.ts), beside node's raw
  *     crypto.verify on the same signatures (bench/protocol/chain-verify.ts).
- * (b) POST /api/v1/transfer/ of the real app under autocannon load (a child process), beside a
- *     bench-only route on the same app doing one INSERT (bench/protocol/transfer-load.ts).
+ * (b) POST /api/v1/transfer/ of the real app under autocannon load (a child process), beside two
+ *     bench-only routes on the same app: the floor (the same body schema and decoding, one Ed25519
+ *     signature verified by the route's verifier, one row inserted in one transaction; the transfer
+ *     route is reported as a ratio to it) and the baseline (one INSERT) (bench/protocol/transfer-load.ts).
+ * (r) replicas: the transfer route through 1 and through 2 API processes on one database, rounds
+ *     alternating (1, 2, 1, 2), autocannon's connections spread over the processes; req/s and the
+ *     CPU-ms per transfer of each process.
  * (c) PLC create through the API at 2 and 32 clients, beside a bare update-with-start whose
  *     update runs one local activity inserting one row (bench/protocol/create-load.ts,
  *     bare-workflow.ts, bare-activity.ts).
@@ -37,13 +42,14 @@ import { waitForQuiet, type CpuSources, type CpuSpent } from './protocol/cpu.ts'
 import { newWallet } from './protocol/fixtures.ts';
 import { waitForOutboxDrained, type OutboxDrain } from './protocol/outbox.ts';
 import type { groupCommitStats } from '../db/group-commit.ts';
-import { baselinePath, startServices, type BenchServices } from './protocol/services.ts';
+import { baselinePath, floorPath, startServices, type ApiProcess, type BenchServices } from './protocol/services.ts';
+import type { ApiCpu } from './protocol/api-process.ts';
 import { prepareTransfer, runLoad, type Entry, type LoadRun, type PreparedTransfer } from './protocol/transfer-load.ts';
 import { formatNumber, formatTable, machineInfo } from './support/report.ts';
 import { percentile } from './support/stats.ts';
 import { describeWorkflowThreadGuard } from '../worker/workflow-thread-guard.ts';
 
-const targets = { nodeOverRaw: 0.8, transferPerSecond: 1500, transferP99Ms: 50, createOverBare: 0.7, createP50MsAt2: 80 } as const;
+const targets = { nodeOverRaw: 0.8, transferPerSecond: 1500, transferP99Ms: 50, transferOverFloor: 0.6, createOverBare: 0.7, createP50MsAt2: 80, twoOverOne: 0.9 } as const;
 
 function positiveInt(name: string, text: string, max: number): number {
   const value = Number(text);
@@ -68,11 +74,12 @@ const { values: args } = parseArgs({
     'status-yield': { type: 'string' },
     'worker-cache': { type: 'string' },
     'metrics-ab': { type: 'boolean', default: false },
+    'chain-memo': { type: 'string' },
   },
   strict: true,
 });
 const parts = new Set(args.parts.split(',').map((part) => part.trim()));
-for (const part of parts) if (!['a', 'b', 'c'].includes(part)) throw new Error(`--parts takes a, b and c, got "${part}"`);
+for (const part of parts) if (!['a', 'b', 'c', 'r'].includes(part)) throw new Error(`--parts takes a, b, c and r, got "${part}"`);
 const durationS = positiveInt('duration-s', args['duration-s'], 600);
 const warmupS = positiveInt('warmup-s', args['warmup-s'], 60);
 const connections = positiveInt('connections', args.connections, 256);
@@ -89,6 +96,8 @@ const statusYieldUtilization = args['status-yield'] === undefined ? undefined : 
 if (statusYieldUtilization !== undefined && !(statusYieldUtilization >= 0 && statusYieldUtilization <= 1)) throw new Error(`--status-yield takes a number from 0 to 1, got "${args['status-yield']}"`);
 const workerCache = args['worker-cache'] === undefined ? undefined : Number(args['worker-cache'].trim() || Number.NaN);
 if (workerCache !== undefined && !(Number.isSafeInteger(workerCache) && workerCache >= 0)) throw new Error(`--worker-cache takes a whole number of workflows, got "${args['worker-cache']}"`);
+const chainMemo = args['chain-memo'] === undefined ? undefined : Number(args['chain-memo'].trim() || Number.NaN);
+if (chainMemo !== undefined && !(Number.isSafeInteger(chainMemo) && chainMemo >= 0)) throw new Error(`--chain-memo takes a whole number of chains, got "${args['chain-memo']}"`);
 const profileDir = args['cpu-profile'];
 const heapProfileDir = args['heap-profile'];
 // Made before anything starts: a profile written into a missing directory would fail the run at its end.
@@ -189,13 +198,15 @@ async function main(): Promise<void> {
   const workDir = await mkdtemp(path.join(tmpdir(), 'bench-protocol-'));
   const transfer: { name: string; run: LoadRun; prepared: PreparedTransfer; breakdown: ReturnType<typeof requestCpuBreakdown>; routeUsesNode: boolean }[] = [];
   let baseline: LoadRun | undefined;
+  let floor: LoadRun | undefined;
+  const replicaRounds: { processes: number; run: LoadRun; apiCpuS: number[] }[] = [];
   const creates: CreateRun[] = [];
   let temporalCliVersion = '?';
   const outboxDrains: OutboxDrain[] = [];
   try {
-    if (parts.has('b') || parts.has('c')) {
+    if (parts.has('b') || parts.has('c') || parts.has('r')) {
       log('\nstarting PostgreSQL database, Temporal dev server, workers and the app');
-      services = await startServices({ adminUrl, log, appPoolMax: Math.max(20, connections + 4), workerPoolMax: 20, statusYieldUtilization, workerCache, metricsAb });
+      services = await startServices({ adminUrl, log, appPoolMax: Math.max(20, connections + 4), workerPoolMax: 20, statusYieldUtilization, workerCache, metricsAb, chainMemo });
       temporalCliVersion = commandVersion(services.temporalCli, ['--version']);
       log(`Temporal CLI: ${temporalCliVersion}`);
       const api = services.api;
@@ -276,11 +287,63 @@ async function main(): Promise<void> {
           log(`  [${name}] ${formatNumber(run.result.perSecond)} req/s, p50 ${run.result.latencyP50Ms} ms, p99 ${run.result.latencyP99Ms} ms, non-2xx ${run.result.non2xx}, records appended ${run.result.appendedRecords}, re-registrations ${run.result.unchangedAnswers}`);
           for (const sample of run.result.sampleErrors) log(`    e.g. ${sample}`);
           if (index === 0) {
+            log(`\nfloor ${floorPath}: same connections and bodies; parse, one signature verified, one INSERT in a transaction`);
+            await quiet();
+            floor = await runLoad(job('floor', floorPath, files), cpuSources, log, profiled('floor'));
+            log(`  [floor] ${formatNumber(floor.result.perSecond)} req/s, p50 ${floor.result.latencyP50Ms} ms, p99 ${floor.result.latencyP99Ms} ms, non-2xx ${floor.result.non2xx}`);
             log(`\nbaseline ${baselinePath}: same connections and bodies, one INSERT per request`);
             await quiet();
             baseline = await runLoad(job('baseline', baselinePath, files), cpuSources, log, profiled('baseline'));
             log(`  [baseline] ${formatNumber(baseline.result.perSecond)} req/s, p50 ${baseline.result.latencyP50Ms} ms, p99 ${baseline.result.latencyP99Ms} ms, non-2xx ${baseline.result.non2xx}`);
           }
+        }
+      }
+
+      if (parts.has('r')) {
+        log(`\n(r) replicas: the transfer route through 1 and 2 API processes, ${connections} connections, ${warmupS} s warm-up + ${durationS} s each, rounds 1, 2, 1, 2`);
+        const replica = await services.startReplica();
+        log(`  second API process ${replica.api.pid} on ${replica.baseUrl} (same settings and database)`);
+        const apis: ApiProcess[] = [api, replica.api];
+        const bases = [services.baseUrl, replica.baseUrl];
+        const plan = [1, 2, 1, 2];
+        const prepared: PreparedTransfer[] = [];
+        for (const [round, processes] of plan.entries()) {
+          const scenario = { name: `replicas #${round + 1} x${processes}`, plcs: shortPlcs, preHops: 0, hops: 4 };
+          prepared.push(await prepareTransfer({ baseUrl: services.baseUrl, scenario, issuers, wallets, workDir, log }));
+        }
+        for (const [round, processes] of plan.entries()) {
+          const files = prepared[round] as PreparedTransfer;
+          await quiet();
+          let before: ApiCpu[] = [];
+          let after: ApiCpu[] = [];
+          const snapshot = () => Promise.all(apis.map((one) => one.ask<ApiCpu>({ type: 'cpu' })));
+          const run = await runLoad(
+            {
+              title: files.scenario.name,
+              url: bases.slice(0, processes).map((base) => `${base}/api/v1/transfer/`),
+              connections,
+              warmupS,
+              durationS,
+              bodiesFile: files.bodiesFile,
+              repeatFile: files.repeatFile,
+            },
+            cpuSources,
+            log,
+            {
+              onMeasureStart: async () => {
+                before = await snapshot();
+              },
+              onMeasureEnd: async () => {
+                after = await snapshot();
+              },
+            },
+          );
+          const apiCpuS = apis.map((_, k) => cpuSeconds((after[k] as ApiCpu).process, (before[k] as ApiCpu).process));
+          replicaRounds.push({ processes, run, apiCpuS });
+          log(
+            `  [${files.scenario.name}] ${formatNumber(run.result.perSecond)} req/s, p50 ${run.result.latencyP50Ms} ms, p99 ${run.result.latencyP99Ms} ms, non-2xx ${run.result.non2xx}, ` +
+              `CPU-ms per transfer: API 1 ${perRequestMs(apiCpuS[0] ?? 0, run.result.requests)}, API 2 ${perRequestMs(apiCpuS[1] ?? 0, run.result.requests)}`,
+          );
         }
       }
 
@@ -368,6 +431,22 @@ async function main(): Promise<void> {
             String(run.result.appendedRecords),
             String(run.result.unchangedAnswers),
           ]),
+          ...(floor === undefined
+            ? []
+            : [
+                [
+                  'floor (parse, 1 verify, 1 INSERT in a transaction)',
+                  formatNumber(floor.result.perSecond),
+                  String(floor.result.latencyP50Ms),
+                  String(floor.result.latencyP99Ms),
+                  String(floor.result.latencyMaxMs),
+                  String(floor.result.non2xx),
+                  String(floor.result.errors),
+                  '',
+                  '',
+                  '',
+                ],
+              ]),
           [
             'baseline (1 INSERT)',
             formatNumber(baseline.result.perSecond),
@@ -425,6 +504,49 @@ async function main(): Promise<void> {
       [`(b) transfer p99${of}`, `${p99} ms`, `< ${targets.transferP99Ms} ms`, verdict(p99 < targets.transferP99Ms)],
       ['(b) transfer non-2xx', String(failed), '0', verdict(failed === 0)],
     );
+    if (floor !== undefined) {
+      const first = transfer[0] as (typeof transfer)[number];
+      const ratio = first.run.result.perSecond / floor.result.perSecond;
+      const cpuRatio = perRequestCpuS(floor) / perRequestCpuS(first.run);
+      log(`${first.name} / floor: ${pct(ratio)} of its requests per second; CPU per request (all processes) floor / transfer ${pct(cpuRatio)}`);
+      checks.push([`(b) ${first.name} / floor (req/s, same run)`, `${(ratio * 100).toFixed(1)}%`, `>= ${pct(targets.transferOverFloor)}`, verdict(ratio >= targets.transferOverFloor)]);
+    }
+  }
+  if (replicaRounds.length > 0) {
+    log(`\n(r) the transfer route through 1 and 2 API processes, ${connections} connections, ${durationS} s measured after ${warmupS} s warm-up (rounds in the order run)`);
+    log(
+      formatTable(
+        ['round', 'API processes', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'CPU-ms/transfer API 1', 'API 2', 'APIs', 'PostgreSQL', 'Temporal', 'workers+bench', 'total'],
+        replicaRounds.map(({ processes, run, apiCpuS }, round) => {
+          const apisS = apiCpuS.reduce((sum, value) => sum + value, 0);
+          const others = run.cpu.workersS + run.cpu.postgresS + (run.cpu.temporalS ?? 0);
+          return [
+            `#${round + 1}`,
+            String(processes),
+            formatNumber(run.result.perSecond),
+            String(run.result.latencyP50Ms),
+            String(run.result.latencyP99Ms),
+            String(run.result.non2xx + run.result.errors),
+            perRequestMs(apiCpuS[0] ?? 0, run.result.requests),
+            perRequestMs(apiCpuS[1] ?? 0, run.result.requests),
+            perRequestMs(apisS, run.result.requests),
+            perRequestMs(run.cpu.postgresS, run.result.requests),
+            perRequestMs(run.cpu.temporalS ?? 0, run.result.requests),
+            perRequestMs(run.cpu.workersS, run.result.requests),
+            perRequestMs(apisS + others, run.result.requests),
+          ];
+        }),
+      ),
+    );
+    const pairs: number[] = [];
+    for (let round = 0; round + 1 < replicaRounds.length; round += 2) {
+      const one = replicaRounds[round];
+      const two = replicaRounds[round + 1];
+      if (one !== undefined && two !== undefined) pairs.push(two.run.result.perSecond / one.run.result.perSecond);
+    }
+    const ratio = median(pairs);
+    log(`2 processes / 1 process, per pair of rounds: ${pairs.map(pct).join(', ')} (load gen excluded from the CPU columns; both processes share the one database and the one machine)`);
+    checks.push([`(r) transfer req/s through 2 API processes / 1 (median of ${pairs.length} pairs)`, pct(ratio), `>= ${pct(targets.twoOverOne)}`, verdict(ratio >= targets.twoOverOne)]);
   }
   if (creates.length > 0) {
     log(`\n(c) ${createDurationS} s measured after ${warmupS} s warm-up, closed loops`);
@@ -456,6 +578,7 @@ async function main(): Promise<void> {
 
   const cpuRows: string[][] = [];
   for (const { name, run } of transfer) cpuRows.push(cpuRow(name, run.result.requests, run.result.perSecond, run.cpu, machine.cpuCount));
+  if (floor !== undefined) cpuRows.push(cpuRow('floor', floor.result.requests, floor.result.perSecond, floor.cpu, machine.cpuCount));
   if (baseline !== undefined) cpuRows.push(cpuRow('baseline', baseline.result.requests, baseline.result.perSecond, baseline.cpu, machine.cpuCount));
   for (const run of creates) cpuRows.push(cpuRow(`${run.kind} x${run.clients}`, run.loop.operations, run.loop.perSecond, run.cpu, machine.cpuCount));
   if (cpuRows.length > 0) {
@@ -484,6 +607,20 @@ main().then(
 
 /** Items per statement of each group commit between two `groupCommitStats()` readings. */
 type GroupCommitStats = ReturnType<typeof groupCommitStats>;
+
+function cpuSeconds(end: NodeJS.CpuUsage, start: NodeJS.CpuUsage): number {
+  return (end.user - start.user + end.system - start.system) / 1e6;
+}
+
+function perRequestMs(seconds: number, requests: number): string {
+  return requests === 0 ? 'n/a' : ((seconds * 1000) / requests).toFixed(2);
+}
+
+/** CPU seconds per request of a load run, every process but the load generator. */
+function perRequestCpuS(run: LoadRun): number {
+  const { cpu } = run;
+  return (cpu.apiProcessS + cpu.workersS + cpu.postgresS + (cpu.temporalS ?? 0)) / Math.max(1, run.result.requests);
+}
 
 /** The nearest-rank median: an observed value (the lower middle one of an even count). */
 function median(values: readonly number[]): number {

@@ -299,16 +299,25 @@ const chainJson = z.array(
 const plcWithChainRow = plcRow.extend({ chain: chainJson });
 
 export async function getPlcWithChain(db: Queryable, tokenId: string): Promise<PlcWithChain | null> {
+  return getPlcWithChainFrom(db, tokenId, 0);
+}
+
+/**
+ * The PLC's row and its records from `fromPosition` on (0: the whole chain): a process that
+ * already holds the chain's first `fromPosition` records (registered records never change) reads
+ * only what was appended since, as one query.
+ */
+export async function getPlcWithChainFrom(db: Queryable, tokenId: string, fromPosition: number): Promise<PlcWithChain | null> {
   const row = await maybeOne(db, plcWithChainRow, {
-    name: 'plc-get-with-chain',
+    name: 'plc-get-with-chain-from',
     prepare: true,
     text: `SELECT ${plcColumns},
                   (SELECT coalesce(json_agg(json_build_object('sender_pubkey', t.sender_pubkey, 'recipient_pubkey', t.recipient_pubkey,
                                             'timestamp_ms', t.timestamp_ms, 'nonce', t.nonce, 'prev_hash', t.prev_hash,
                                             'signature', t.signature, 'record_hash', t.record_hash) ORDER BY t.position), '[]')
-                     FROM plc_transfers t WHERE t.token_id = p.token_id) AS chain
+                     FROM plc_transfers t WHERE t.token_id = p.token_id AND t.position >= $2) AS chain
              FROM plcs p WHERE p.token_id = $1`,
-    values: [tokenId],
+    values: [tokenId, fromPosition],
   });
   if (row === null) return null;
   const { chain, ...plc } = row;

@@ -56,6 +56,15 @@ export const configSchema = z
      */
     TEMPORAL_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).optional(),
     /**
+     * The PLC workflows' own task queue (unset: TEMPORAL_TASK_QUEUE with `-plc` appended), served
+     * by a second worker in the worker process with a sticky cache of
+     * TEMPORAL_PLC_MAX_CACHED_WORKFLOWS: a PLC workflow waits up to 168 hours on its expiry timer,
+     * so a large cache holds idle ones and makes every create dearer (docs/benchmarks.md). The
+     * main worker still runs PLC workflows started on TEMPORAL_TASK_QUEUE before the split.
+     */
+    TEMPORAL_PLC_TASK_QUEUE: z.string().min(1).optional(),
+    TEMPORAL_PLC_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).default(20),
+    /**
      * The Temporal calls made while answering a request (update-with-start and its wait for the
      * update's outcome, signals, starts, describes) end this long after the request arrived at
      * the latest; so does each signal of the PLC status outbox's dispatcher.
@@ -134,6 +143,11 @@ export const configSchema = z
      */
     PLC_STATUS_YIELD_UTILIZATION: z.coerce.number().min(0).max(1).default(0.7),
     PLC_STATUS_BUSY_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(2),
+    /**
+     * One API process delivers the outbox at a time, elected by a PostgreSQL advisory lock: the
+     * others ask for the lock this often, which bounds the failover after its holder dies.
+     */
+    PLC_STATUS_LEADER_RETRY_MS: z.coerce.number().int().min(100).max(60_000).default(2000),
     /**
      * Group commit (db/group-commit.ts): statements of one kind (rate-limit counts, transfer
      * appends) running at once per process; requests arriving meanwhile join the next statement.
@@ -419,4 +433,9 @@ export function apiMetricsServed(config: Config): boolean {
 /** Whether the process traces (docs/operations.md, "Traces"): on with an OTLP endpoint unless turned off. */
 export function tracingEnabled(config: Config): boolean {
   return config.TRACING_ENABLED ?? config.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined;
+}
+
+/** The task queue PLC workflows start on (TEMPORAL_PLC_TASK_QUEUE, or TEMPORAL_TASK_QUEUE + `-plc`). */
+export function plcTaskQueueOf(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_PLC_TASK_QUEUE'>): string {
+  return config.TEMPORAL_PLC_TASK_QUEUE ?? `${config.TEMPORAL_TASK_QUEUE}-plc`;
 }

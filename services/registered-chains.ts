@@ -7,8 +7,13 @@ import { toTransferRecord, type KnownRecord } from '../src/plc/register-transfer
  * it was registered) and the head the database had then. The transfer route uses it to skip the
  * read that would fetch the same facts, and to verify only the records that are new; the append
  * is still a compare-and-set on the chain's length and head in the database, so a stale entry
- * costs one failed write and a read, never a wrong answer. Registered records never change, so
- * an entry's chain stays true as a prefix of the PLC's chain even when the PLC has moved on.
+ * costs one failed write and a read, never a wrong answer.
+ *
+ * Consistency across replicas: registered records never change and a chain only grows, so an
+ * entry's chain stays a true prefix of the PLC's chain even when the PLC has moved on through
+ * another replica. A stale entry is therefore still used: after the failed write, only the
+ * records after it are read (services/transfer.ts, `readAfter`). Nothing needs invalidating
+ * between replicas.
  *
  * Bounded (least recently used out first); an entry is only written after the database accepted
  * the state it describes. Each API replica has its own, and a replica without the entry reads.

@@ -1,4 +1,4 @@
-import { createTransferAppender, getPlcWithChain, isUniqueViolation, type PendingAppend, type PlcHead, type PlcRow, type PlcWithChain } from '../db/plcs.ts';
+import { createTransferAppender, getPlcWithChainFrom, isUniqueViolation, type PendingAppend, type PlcHead, type PlcRow, type PlcWithChain } from '../db/plcs.ts';
 import type { Pool } from '../db/pool.ts';
 import { DomainError } from '../src/errors.ts';
 import { forkFindingOf } from '../src/plc/fork-check.ts';
@@ -8,6 +8,7 @@ import { bytesEqual, bytesToHex, hexToBytes, type Plc, type VerifiedPrefix } fro
 import { refuseRecordsFromTheFuture, verifyOrRefuse } from './chain-intake.ts';
 import { checkForkAgainstRegistered, refuseFork, type ChainRoute } from './fork-check.ts';
 import { registeredChainOf, RegisteredChains, type RegisteredChain } from './registered-chains.ts';
+import type { KnownRecord } from '../src/plc/register-transfers.ts';
 
 /**
  * The registration of transfer hops learnt offline (docs/plc.md, `POST /api/v1/transfer/`): the
@@ -116,15 +117,20 @@ export function createTransferService(deps: TransferServiceDeps): TransferServic
         );
         if (head !== null) return registration(head, decision.records.length);
       }
-      // Anything else (an older or equal chain, a fork, expiry, a PLC that moved on) is
-      // answered from the database.
+      // Anything else (an older or equal chain, a fork, expiry, a PLC that moved on, on this
+      // replica or another) is answered from the database.
       registeredChains.forget(tokenId);
     }
 
     // Read, decide, then append only if the PLC is still as read; a registration that lost a
     // race (another hop, a cancel, an expiry, a redemption) reads again and decides again.
+    // Registered records never change and a chain only grows, so a chain already known here
+    // (the remembered one, or the previous round's read) is a true prefix of the PLC's chain:
+    // only the records after it are read (services/registered-chains.ts, "consistency").
+    let knownPrefix: KnownPrefix | undefined = memo !== undefined && memo.commitmentHash === bytesToHex(plc.commitmentHash) ? memo : undefined;
     for (let attempt = 1; ; attempt += 1) {
-      const stored = await getPlcWithChain(pool, tokenId);
+      const stored = await readAfter(tokenId, knownPrefix);
+      if (stored !== null) knownPrefix = { commitmentHash: stored.plc.commitment_hash, chainLength: stored.known.length, headHash: stored.plc.head_hash, known: stored.known };
       // The records registered before were verified then: only what is new is verified again
       // (same answer as a full verification, see VerifyOptions.verifiedPrefix).
       const sameCommitment = stored !== null && bytesEqual(hexToBytes(stored.plc.commitment_hash, 32), plc.commitmentHash);
@@ -167,6 +173,23 @@ export function createTransferService(deps: TransferServiceDeps): TransferServic
     }
   }
 
+  /**
+   * The PLC's row and whole chain: the records after `prefix` read from the database and appended
+   * to it, or the whole chain read when there is no prefix or the suffix does not continue it
+   * (which the append-only chain rules out; read whole rather than trust it).
+   */
+  async function readAfter(tokenId: string, prefix: KnownPrefix | undefined): Promise<PlcWithChain | null> {
+    if (prefix === undefined || prefix.chainLength === 0) return getPlcWithChainFrom(pool, tokenId, 0);
+    const after = await getPlcWithChainFrom(pool, tokenId, prefix.chainLength);
+    if (after === null) return null;
+    const continues =
+      after.plc.commitment_hash === prefix.commitmentHash &&
+      after.plc.chain_length === prefix.chainLength + after.known.length &&
+      (after.known.length === 0 ? after.plc.head_hash === prefix.headHash : after.known[0]?.prevHash === prefix.headHash);
+    if (!continues) return getPlcWithChainFrom(pool, tokenId, 0);
+    return { plc: after.plc, known: [...prefix.known, ...after.known] };
+  }
+
   return {
     registerTransfers,
     rememberIssued: (plc) =>
@@ -177,6 +200,14 @@ export function createTransferService(deps: TransferServiceDeps): TransferServic
         expiresAtMs: plc.commitment.expiresAtMs,
       }),
   };
+}
+
+/** A chain known to be the start of a PLC's registered chain. */
+interface KnownPrefix {
+  commitmentHash: string;
+  chainLength: number;
+  headHash: string;
+  known: readonly KnownRecord[];
 }
 
 function registration(plc: Pick<PlcRow, 'token_id' | 'status' | 'chain_length' | 'bearer_pubkey' | 'head_hash'>, appended: number): TransferRegistration {

@@ -4,19 +4,19 @@ import { pinResetMailFromConfig } from '../activities/security.ts';
 import { createPool } from '../db/pool.ts';
 import { createGatewayClient } from '../gateway/index.ts';
 import { prepareDatabaseAt } from '../infra/bootstrap.ts';
-import { ConfigError, loadConfig, tracingEnabled, webhookAutoHealEnabled } from '../infra/config.ts';
+import { ConfigError, loadConfig, plcTaskQueueOf, tracingEnabled, webhookAutoHealEnabled } from '../infra/config.ts';
 import { createServiceMetrics, serveMetrics } from '../infra/metrics.ts';
 import { startTracing } from '../infra/tracing.ts';
 import { createLogger } from '../infra/logger.ts';
 import { stopWhenSupervisorExits } from '../infra/supervised.ts';
-import { createWorker } from './create-worker.ts';
+import { createWorkerPair } from './create-worker.ts';
 import { ensureGatewayAuditSchedule, ensureLedgerCheckSchedule, ensureWebhookMonitorSchedule } from './schedules.ts';
 import { workflowThreadGuardInstalled } from './workflow-thread-guard.ts';
 
 /**
  * The worker process: `npm run start:worker` (node --import ./worker/preload.ts worker/main.ts;
  * the preload is the workflow-thread guard, worker/workflow-thread-guard.ts). Needs DATABASE_URL and TEMPORAL_ADDRESS. On
- * SIGTERM/SIGINT the SDK stops polling, waits for running activities (up to SHUTDOWN_GRACE_MS),
+ * SIGTERM/SIGINT the SDK stops polling (both workers: the main task queue and the PLC workflows'), waits for running activities (up to SHUTDOWN_GRACE_MS),
  * and `run()` resolves; then the pool closes.
  */
 async function main(): Promise<void> {
@@ -54,7 +54,9 @@ async function main(): Promise<void> {
   });
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   try {
-    const worker = await createWorker({
+    // Two workers from one bundle: the main task queue, and the PLC workflows' own with a small
+    // sticky cache (docs/plc.md, "Task queues").
+    const workers = await createWorkerPair({
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
@@ -69,6 +71,8 @@ async function main(): Promise<void> {
       mail: pinResetMailFromConfig(config),
       shutdownGraceTimeMs: config.SHUTDOWN_GRACE_MS,
       maxCachedWorkflows: config.TEMPORAL_MAX_CACHED_WORKFLOWS,
+      plcTaskQueue: plcTaskQueueOf(config),
+      plcMaxCachedWorkflows: config.TEMPORAL_PLC_MAX_CACHED_WORKFLOWS,
     });
     if (config.WEBHOOK_MONITOR_ENABLED) {
       const outcome = await ensureWebhookMonitorSchedule(new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), {
@@ -88,8 +92,17 @@ async function main(): Promise<void> {
     await ensureGatewayAuditSchedule(new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), config, logger);
     const guard = workflowThreadGuardInstalled();
     if (!guard) logger.warn('started without worker/preload.ts: workflow threads use the SDK\'s per-call timeout (a thread per call); start with `node --import ./worker/preload.ts worker/main.ts`');
-    logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, workflowThreadGuard: guard, maxCachedWorkflows: worker.options.maxCachedWorkflows }, 'worker started');
-    await worker.run();
+    logger.info(
+      {
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        maxCachedWorkflows: workers.main.options.maxCachedWorkflows,
+        plcTaskQueue: plcTaskQueueOf(config),
+        plcMaxCachedWorkflows: workers.plc.options.maxCachedWorkflows,
+        workflowThreadGuard: guard,
+      },
+      'worker started',
+    );
+    await workers.run();
     logger.info('worker stopped');
   } finally {
     await connection.close();

@@ -26,6 +26,7 @@ import {
 import { cancelPlcUpdate, issuePlcUpdate, plcWorkflow } from '../../workflows/plc.ts';
 import { businessStatusKey, ownerIdKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
+import { plcTaskQueueOf } from '../../infra/config.ts';
 import { authorizationReplayed, verifyOrRefuse } from '../../services/chain-intake.ts';
 import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
 import { toChainEntry, toPlcJson, toPlcStatus, toPlcStatusFromState } from '../plc-views.ts';
@@ -107,7 +108,8 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       const workflowId = `plc-${tokenId}`;
       const startWorkflowOperation = new WithStartWorkflowOperation(plcWorkflow, {
         workflowId,
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        // The PLC workflows' own task queue (docs/plc.md, "Task queues").
+        taskQueue: plcTaskQueueOf(config),
         args: [{ tokenId, issuerPubkey, expiryDueAtMs: dueAtMs }],
         workflowIdConflictPolicy: 'USE_EXISTING',
         typedSearchAttributes: [

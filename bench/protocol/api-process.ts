@@ -11,13 +11,17 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Client, Connection } from '@temporalio/client';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { buildApp } from '../../api/app.ts';
 import { createServiceMetrics } from '../../infra/metrics.ts';
 import { metricsDatabaseReaders } from '../../db/metrics-readers.ts';
+import { transferPlcRequest } from '../../api/schemas/plc.ts';
+import { withTransaction } from '../../db/pool.ts';
+import { decodeTransportText, plcFromJson } from '../../src/protocol/index.ts';
 import { groupCommitStats } from '../../db/group-commit.ts';
 import { createPool } from '../../db/pool.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
-import { nodeEd25519 } from '../../infra/ed25519-node.ts';
+import { nodeEd25519, nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { loadConfig } from '../../infra/config.ts';
 import { startHeapProfile, startProfile, type ProfileHandle } from './profiler.ts';
 
@@ -26,6 +30,8 @@ export interface ApiProcessSettings {
   poolMax: number;
   baselineTable: string;
   baselinePath: string;
+  /** The floor route: what any transfer route must do at least (see below). */
+  floorPath: string;
 }
 
 export type ApiRequest =
@@ -66,6 +72,20 @@ async function main(): Promise<void> {
   app.post(settings.baselinePath, async (request) => {
     const device = request.headers['x-device-id'];
     await pool.query({ name: 'bench-baseline-insert', text: `INSERT INTO ${settings.baselineTable} (device_id) VALUES ($1)`, values: [typeof device === 'string' ? device : '-'] });
+    return { ok: true };
+  });
+  // Bench-only: the floor of a transfer, through the same stack and pool as the transfer route:
+  // the same body schema (JSON, zod), the PLC decoded by the same function, one Ed25519 signature
+  // (the issuer's, over the carried commitment hash) verified by the route's verifier, one row
+  // inserted in one transaction, an answer. Whatever the transfer route does beyond this is
+  // its own cost; the bench reports the route as a ratio to this.
+  app.withTypeProvider<ZodTypeProvider>().post(settings.floorPath, { schema: { body: transferPlcRequest } }, async (request) => {
+    const plc = request.body.plc === undefined ? decodeTransportText(request.body.transport as string) : plcFromJson(request.body.plc);
+    if (!nodeVerifyEd25519(plc.issuerSignature, plc.commitmentHash, plc.commitment.issuerPublicKey)) throw new Error('bench floor: the issuer signature does not verify');
+    const device = request.headers['x-device-id'];
+    await withTransaction(pool, (client) =>
+      client.query({ name: 'bench-floor-insert', text: `INSERT INTO ${settings.baselineTable} (device_id) VALUES ($1)`, values: [typeof device === 'string' ? device : '-'] }),
+    );
     return { ok: true };
   });
   let responses = 0;

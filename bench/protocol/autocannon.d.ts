@@ -17,7 +17,8 @@ declare module 'autocannon' {
   }
 
   interface Options {
-    url: string;
+    /** Several URLs: the connections are spread over them in turn. */
+    url: string | string[];
     connections?: number;
     duration?: number;
     amount?: number;

@@ -14,7 +14,8 @@ import autocannon, { type RawRequest, type Result } from 'autocannon';
 
 export interface LoadJob {
   title: string;
-  url: string;
+  /** Several URLs (API replicas): autocannon spreads the connections over them in turn. */
+  url: string | string[];
   connections: number;
   warmupS: number;
   durationS: number;

@@ -6,17 +6,17 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { applyMigrations } from '../../db/migrate.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
-import { loadConfig, type Config } from '../../infra/config.ts';
+import { loadConfig, plcTaskQueueOf, type Config } from '../../infra/config.ts';
 import type { DevServer } from '../../infra/temporal-dev-server.ts';
 import { cleanupStack, createBenchDatabase, startBenchDevServer, type Cleanups } from '../support/services.ts';
-import { createWorker } from '../../worker/create-worker.ts';
+import { createWorkerPair } from '../../worker/create-worker.ts';
 import type { ApiProcessSettings, ApiRequest } from './api-process.ts';
 import { bareTable, createBareActivities } from './bare-activity.ts';
 
 /**
  * Everything parts (b) and (c) of the protocol benchmark run against, started here and stopped
  * by `stop()` in reverse order (also after a failed start): a fresh migrated database, a Temporal
- * dev server (headless, in memory, free port), the service's worker plus a second worker for the
+ * dev server (headless, in memory, free port), the service's two workers (main and PLC task queues) plus a worker for the
  * bench-only bare workflow (in this process), and the real app (`buildApp`) in a process of its
  * own (api-process.ts, as the API runs apart from the workers when deployed), listening on
  * 127.0.0.1, port 0, with rate limits raised out of the way and one bench-only baseline route.
@@ -24,6 +24,7 @@ import { bareTable, createBareActivities } from './bare-activity.ts';
 
 export const baselineTable = 'bench_baseline_rows';
 export const baselinePath = '/bench/baseline';
+export const floorPath = '/bench/floor';
 
 /** The API process, seen from the bench. */
 export interface ApiProcess {
@@ -48,6 +49,8 @@ export interface BenchServices {
   apiWithoutMetrics?: { api: ApiProcess; baseUrl: string } | undefined;
   taskQueue: string;
   bareTaskQueue: string;
+  /** Starts one more API process (a replica: same settings, same database; stopped by `stop()`). */
+  startReplica(): Promise<{ api: ApiProcess; baseUrl: string }>;
   stop(): Promise<void>;
 }
 
@@ -63,6 +66,8 @@ export interface ServiceOptions {
   workerCache?: number | undefined;
   /** Also start an API process with METRICS_ENABLED=false, for the metrics' cost (docs/benchmarks.md). */
   metricsAb?: boolean;
+  /** PLC_CHAIN_MEMO_MAX for the API processes (0: no memo of registered chains); the service's default when absent. */
+  chainMemo?: number | undefined;
 }
 
 export async function startServices(options: ServiceOptions): Promise<BenchServices> {
@@ -101,10 +106,11 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       // Idle, the dev server takes 40 status signals a second (it saturates near 45 workflow
       // tasks/s); the default 20 would make draining a run's first hops take twice as long.
       PLC_STATUS_MAX_PER_SECOND: '40',
-      // The setup's PLC creates go through Temporal; on a loaded shared machine a workflow's first
-      // task may take seconds (the tests do the same). The transfer route calls no Temporal.
+      // The preparation creates thousands of PLCs through the API: on a loaded machine the
+      // update-with-start can take longer than the default 5 s, which would fail the run.
       TEMPORAL_CALL_TIMEOUT_MS: '30000',
       ...(options.statusYieldUtilization === undefined ? {} : { PLC_STATUS_YIELD_UTILIZATION: String(options.statusYieldUtilization) }),
+      ...(options.chainMemo === undefined ? {} : { PLC_CHAIN_MEMO_MAX: String(options.chainMemo) }),
     };
     const config = loadConfig(configEnv);
     const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
@@ -114,7 +120,20 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
     cleanups.push({ name: 'worker connection', run: () => workerConnection.close() });
     const bundleStarted = performance.now();
     const cache = options.workerCache === undefined ? {} : { maxCachedWorkflows: options.workerCache };
-    const worker = await createWorker({ connection: workerConnection, namespace: config.TEMPORAL_NAMESPACE, taskQueue, pool: workerPool, gateway, shutdownGraceTimeMs: 2000, ...cache });
+    // The worker process's two workers (worker/main.ts): the main task queue and the PLC
+    // workflows' own, whose sticky cache is TEMPORAL_PLC_MAX_CACHED_WORKFLOWS unless --worker-cache says.
+    const pair = await createWorkerPair({
+      connection: workerConnection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue,
+      pool: workerPool,
+      gateway,
+      shutdownGraceTimeMs: 2000,
+      ...cache,
+      plcTaskQueue: plcTaskQueueOf(config),
+      plcMaxCachedWorkflows: options.workerCache ?? config.TEMPORAL_PLC_MAX_CACHED_WORKFLOWS,
+    });
+    const worker = pair.main;
     const bareWorker = await Worker.create({
       connection: workerConnection,
       namespace: config.TEMPORAL_NAMESPACE,
@@ -124,7 +143,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       shutdownGraceTime: 2000,
       ...cache,
     });
-    for (const [name, w] of [['worker', worker], ['bare worker', bareWorker]] as const) {
+    for (const [name, w] of [['worker', worker], ['PLC worker', pair.plc], ['bare worker', bareWorker]] as const) {
       const running = w.run();
       cleanups.push({
         name,
@@ -134,17 +153,18 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
         },
       });
     }
-    log(`workers started (service + bare, workflows bundled in ${((performance.now() - bundleStarted) / 1000).toFixed(1)} s; sticky cache ${worker.options.maxCachedWorkflows} workflows each)`);
+    log(`workers started (service + bare, workflows bundled in ${((performance.now() - bundleStarted) / 1000).toFixed(1)} s; sticky cache ${worker.options.maxCachedWorkflows} workflows each, the PLC worker's ${pair.plc.options.maxCachedWorkflows})`);
 
     const connection = await Connection.connect({ address: devServer.address });
     cleanups.push({ name: 'client connection', run: () => connection.close() });
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 
-    const { api, baseUrl: address } = await startApiProcess({ env: configEnv, poolMax: options.appPoolMax, baselineTable, baselinePath }, cleanups);
+    const apiSettings: ApiProcessSettings = { env: configEnv, poolMax: options.appPoolMax, baselineTable, baselinePath, floorPath };
+    const { api, baseUrl: address } = await startApiProcess(apiSettings, cleanups);
     log(`app listening on ${address} (API process ${api.pid})`);
     let apiWithoutMetrics: { api: ApiProcess; baseUrl: string } | undefined;
     if (options.metricsAb === true) {
-      apiWithoutMetrics = await startApiProcess({ env: { ...configEnv, METRICS_ENABLED: 'false' }, poolMax: options.appPoolMax, baselineTable, baselinePath }, cleanups);
+      apiWithoutMetrics = await startApiProcess({ ...apiSettings, env: { ...configEnv, METRICS_ENABLED: 'false' } }, cleanups);
       log(`app without metrics listening on ${apiWithoutMetrics.baseUrl} (API process ${apiWithoutMetrics.api.pid})`);
     }
 
@@ -161,6 +181,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       apiWithoutMetrics,
       taskQueue,
       bareTaskQueue,
+      startReplica: () => startApiProcess(apiSettings, cleanups),
       stop,
     };
   } catch (error) {

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import { createActivities } from '../../activities/index.ts';
 import { buildApp } from '../../api/app.ts';
@@ -9,7 +9,7 @@ import { ensureAdminUser } from '../../db/admin-users.ts';
 import { applyMigrations } from '../../db/migrate.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
-import { loadConfig, type Config } from '../../infra/config.ts';
+import { loadConfig, plcTaskQueueOf, type Config } from '../../infra/config.ts';
 import { createServiceMetrics } from '../../infra/metrics.ts';
 import { metricsDatabaseReaders } from '../../db/metrics-readers.ts';
 import { hashPassword } from '../../infra/passwords.ts';
@@ -151,16 +151,23 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
 
     const bundleStarted = performance.now();
     // The service's worker as worker/create-worker.ts builds it, with the activities timed.
-    const worker = await Worker.create({
-      connection: workerConnection,
-      namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue,
-      workflowsPath,
-      activities: probes.wrapActivities(
-        createActivities({ pool: workerPool, gateway, temporal: new Client({ connection: workerConnection, namespace: config.TEMPORAL_NAMESPACE }) }),
-      ),
-      shutdownGraceTime: 2000,
-    });
+    // The worker process's two workers (worker/create-worker.ts, createWorkerPair) from one bundle:
+    // the main task queue, and the PLC workflows' own with its small sticky cache.
+    const { code } = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
+    const serviceWorker = (queue: string, cache: number | undefined) =>
+      Worker.create({
+        connection: workerConnection,
+        namespace: config.TEMPORAL_NAMESPACE,
+        taskQueue: queue,
+        workflowBundle: { code },
+        activities: probes.wrapActivities(
+          createActivities({ pool: workerPool, gateway, temporal: new Client({ connection: workerConnection, namespace: config.TEMPORAL_NAMESPACE }) }),
+        ),
+        shutdownGraceTime: 2000,
+        ...(cache === undefined ? {} : { maxCachedWorkflows: cache }),
+      });
+    const worker = await serviceWorker(taskQueue, config.TEMPORAL_MAX_CACHED_WORKFLOWS);
+    const plcWorker = await serviceWorker(plcTaskQueueOf(config), config.TEMPORAL_PLC_MAX_CACHED_WORKFLOWS);
     const bareWorker = await Worker.create({
       connection: workerConnection,
       namespace: config.TEMPORAL_NAMESPACE,
@@ -171,6 +178,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
     });
     for (const [name, w] of [
       ['worker', worker],
+      ['PLC worker', plcWorker],
       ['bare worker', bareWorker],
     ] as const) {
       const running = w.run();

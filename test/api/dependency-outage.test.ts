@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -8,9 +8,9 @@ import { buildApp } from '../../api/app.ts';
 import { ensureAdminUser } from '../../db/admin-users.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
-import { loadConfig } from '../../infra/config.ts';
+import { loadConfig, plcTaskQueueOf } from '../../infra/config.ts';
 import { hashPassword } from '../../infra/passwords.ts';
-import { createWorker } from '../../worker/create-worker.ts';
+import { createWorkerPair, type WorkerPair } from '../../worker/create-worker.ts';
 import { installQuietRuntime } from '../support/app.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { startPausableProxy, type PausableProxy } from '../support/pausable-proxy.ts';
@@ -42,7 +42,7 @@ let temporalProxy: PausableProxy;
 let appPool: Pool;
 let connection: Connection;
 let app: FastifyInstance;
-let worker: { worker: Worker; running: Promise<void>; connection: NativeConnection };
+let worker: { worker: WorkerPair; running: Promise<void>; connection: NativeConnection };
 let admin: Record<string, string>;
 
 beforeAll(async () => {
@@ -74,7 +74,7 @@ beforeAll(async () => {
   app = await buildApp({ deps: { config, pool: appPool, temporal, gateway }, logger: false });
   installQuietRuntime();
   const workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-  const created = await createWorker({
+  const created = await createWorkerPair({
     connection: workerConnection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue,
@@ -82,6 +82,8 @@ beforeAll(async () => {
     gateway,
     workflowBundlePath: inject('workflowBundlePath'),
     shutdownGraceTimeMs: 1000,
+    plcTaskQueue: plcTaskQueueOf(config),
+    plcMaxCachedWorkflows: config.TEMPORAL_PLC_MAX_CACHED_WORKFLOWS,
   });
   worker = { worker: created, running: created.run(), connection: workerConnection };
   const username = `admin-${randomBytes(4).toString('hex')}`;
@@ -199,7 +201,12 @@ describe('Temporal frozen', () => {
     expect((await deposit(issuer.pubkey, randomUUID())).response.statusCode).toBe(200);
     const plc = issue(issuer, { amountMinor: 100n });
     const device = { 'x-device-id': 'device-outage' };
-    expect((await app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
+    // The PLC worker's first workflow task loads the workflow bundle, which on a loaded machine can
+    // take longer than this file's short Temporal bound: the create is retried (it is idempotent).
+    await until(async () => {
+      const created = await app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
+      return created.statusCode === 200 ? true : undefined;
+    }, 30_000);
     temporalProxy.pause();
     const frozenAt = performance.now();
     const frozen = await deposit(owner, key);

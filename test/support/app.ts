@@ -5,9 +5,9 @@ import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
 import { buildApp } from '../../api/app.ts';
 import { ensureAdminUser, type AdminRole } from '../../db/admin-users.ts';
-import { loadConfig, type Config } from '../../infra/config.ts';
+import { loadConfig, plcTaskQueueOf, type Config } from '../../infra/config.ts';
 import { hashPassword } from '../../infra/passwords.ts';
-import { createWorker, type CreateWorkerOptions } from '../../worker/create-worker.ts';
+import { createWorker, createWorkerPair, type CreateWorkerOptions, type WorkerPair } from '../../worker/create-worker.ts';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { createGatewayClient } from '../../gateway/index.ts';
 import { pinResetMailFromConfig } from '../../activities/security.ts';
@@ -20,7 +20,7 @@ export interface TestApp {
   temporal: Client;
   config: Config;
   taskQueue: string;
-  /** Starts a worker on this app's task queue; stopped by close(). */
+  /** Starts the worker process's two workers (this app's task queue and its PLC queue); stopped by close(). Returns the main one. */
   startWorker(): Promise<Worker>;
   /** Stops the workers started so far (close() does it too): lets them finish while their dependencies still answer. */
   stopWorkers(): Promise<void>;
@@ -80,7 +80,7 @@ export async function createTestApp(overrides: Record<string, string> = {}, opti
   const gateway = createGatewayClient({ baseUrl: config.GATEWAY_BASE_URL, apiKey: config.GATEWAY_API_KEY, timeoutMs: config.GATEWAY_TIMEOUT_MS });
   const app = await buildApp({ deps: { config, pool: db.pool, temporal, gateway }, logger: false });
   const statuses = observeStatuses(app);
-  const workers: { worker: Worker; running: Promise<void>; connection: NativeConnection }[] = [];
+  const workers: { pair: WorkerPair; running: Promise<void>; connection: NativeConnection }[] = [];
   let depositHeaders: Promise<Record<string, string>> | undefined;
 
   const testApp: TestApp = {
@@ -92,7 +92,7 @@ export async function createTestApp(overrides: Record<string, string> = {}, opti
     async startWorker() {
       installQuietRuntime();
       const workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-      const worker = await createWorker({
+      const pair = await createWorkerPair({
         connection: workerConnection,
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue,
@@ -103,9 +103,11 @@ export async function createTestApp(overrides: Record<string, string> = {}, opti
         tracing: options.tracing ?? null,
         shutdownGraceTimeMs: 2000,
         maxCachedWorkflows: config.TEMPORAL_MAX_CACHED_WORKFLOWS,
+        plcTaskQueue: plcTaskQueueOf(config),
+        plcMaxCachedWorkflows: config.TEMPORAL_PLC_MAX_CACHED_WORKFLOWS,
       });
-      workers.push({ worker, running: worker.run(), connection: workerConnection });
-      return worker;
+      workers.push({ pair, running: pair.run(), connection: workerConnection });
+      return pair.main;
     },
     async adminHeaders(role: AdminRole = 'admin') {
       const username = `${role}-${randomBytes(4).toString('hex')}`;
@@ -127,7 +129,7 @@ export async function createTestApp(overrides: Record<string, string> = {}, opti
     },
     async stopWorkers() {
       for (const entry of workers.splice(0)) {
-        entry.worker.shutdown();
+        entry.pair.shutdown();
         await entry.running;
         await entry.connection.close();
       }
