@@ -9,6 +9,7 @@ import { postingLegs, postTransaction, toLedgerError } from './ledger.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
+import { ledgerKeys } from '../src/ledger/keys.ts';
 
 /**
  * PLC rows and their transfer chains. Every state transition is one guarded UPDATE inside a
@@ -216,7 +217,7 @@ export async function releasePlc(pool: Pool, tokenId: string, kind: ReleaseKind)
         ? moneyModel.plcCancelled({ issuerId: plc.issuer_owner_id, currency: plc.currency, amountMinor: plc.amount_minor })
         : moneyModel.plcExpired({ issuerId: plc.issuer_owner_id, currency: plc.currency, amountMinor: plc.amount_minor });
     const booked = await postTransaction(client, {
-      idempotencyKey: `plc:${tokenId}:release`,
+      idempotencyKey: ledgerKeys.plcRelease.of(tokenId),
       txType: posting.txType,
       referenceType: 'plc',
       referenceId: tokenId,

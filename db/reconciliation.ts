@@ -25,6 +25,7 @@ import {
 import { postTransaction } from './ledger.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { exec, many, maybeOne, one } from './sql.ts';
+import { ledgerKeys } from '../src/ledger/keys.ts';
 
 // Built once (zod compiles a schema's parser on its first use).
 const lockedRow = z.object({ locked: z.number().int() });
@@ -1311,7 +1312,7 @@ function plcReleasePlan(row: PlcRepairRow, kind: 'EXPIRED' | 'CANCELLED', why: s
   const posting = kind === 'CANCELLED' ? moneyModel.plcCancelled(amount) : moneyModel.plcExpired(amount);
   return {
     itemKey: `plc/${row.token_id}`,
-    idempotencyKey: `plc:${row.token_id}:release`,
+    idempotencyKey: ledgerKeys.plcRelease.of(row.token_id),
     txType: posting.txType,
     referenceType: 'plc',
     referenceId: row.token_id,
@@ -1339,7 +1340,7 @@ const releasedPlcsPhase = rowRepairPhase<PlcRepairRow>({
       name: 'reconcile-released-plcs',
       text: `SELECT ${plcRepairColumns} FROM plcs p
               WHERE p.status IN ('EXPIRED', 'CANCELLED') AND ($1::uuid IS NULL OR p.token_id > $1)
-                AND NOT ${hasTx(`'plc:' || p.token_id || ':release'`)}
+                AND NOT ${hasTx(ledgerKeys.plcRelease.sql('p.token_id'))}
               ORDER BY p.token_id LIMIT $2`,
       values: [after, limit],
     }),
@@ -1347,7 +1348,7 @@ const releasedPlcsPhase = rowRepairPhase<PlcRepairRow>({
     maybeOne(client, plcRepairRow, {
       name: 'reconcile-released-plc-lock',
       text: `SELECT ${plcRepairColumns} FROM plcs p
-              WHERE p.token_id = $1 AND p.status IN ('EXPIRED', 'CANCELLED') AND NOT ${hasTx(`'plc:' || p.token_id || ':release'`)}
+              WHERE p.token_id = $1 AND p.status IN ('EXPIRED', 'CANCELLED') AND NOT ${hasTx(ledgerKeys.plcRelease.sql('p.token_id'))}
               FOR UPDATE OF p`,
       values: [key],
     }),
@@ -1411,7 +1412,7 @@ const liveIssuedPlcsPhase = rowRepairPhase<PlcRepairRow>({
       name: 'reconcile-live-plcs',
       text: `SELECT ${plcRepairColumns} FROM plcs p
               WHERE p.issuer_owner_id = $1 AND p.status IN ('ISSUED', 'TRANSFERRED') AND ($2::uuid IS NULL OR p.token_id > $2)
-                AND NOT ${hasTx(`'plc:' || p.token_id || ':issue'`)}
+                AND NOT ${hasTx(ledgerKeys.plcIssue.sql('p.token_id'))}
               ORDER BY p.token_id LIMIT $3`,
       values: [ctx.params.ownerId ?? null, after, limit],
     }),
@@ -1420,7 +1421,7 @@ const liveIssuedPlcsPhase = rowRepairPhase<PlcRepairRow>({
       name: 'reconcile-live-plc-lock',
       text: `SELECT ${plcRepairColumns} FROM plcs p
               WHERE p.token_id = $1 AND p.issuer_owner_id = $2 AND p.status IN ('ISSUED', 'TRANSFERRED')
-                AND NOT ${hasTx(`'plc:' || p.token_id || ':issue'`)}
+                AND NOT ${hasTx(ledgerKeys.plcIssue.sql('p.token_id'))}
               FOR UPDATE OF p`,
       values: [key, ctx.params.ownerId ?? null],
     }),
@@ -1429,7 +1430,7 @@ const liveIssuedPlcsPhase = rowRepairPhase<PlcRepairRow>({
     const posting = moneyModel.plcIssued({ issuerId: row.issuer_owner_id, currency: row.currency, amountMinor: row.amount_minor });
     return {
       itemKey: `plc/${row.token_id}`,
-      idempotencyKey: `plc:${row.token_id}:issue`,
+      idempotencyKey: ledgerKeys.plcIssue.of(row.token_id),
       txType: posting.txType,
       referenceType: 'plc',
       referenceId: row.token_id,
@@ -1473,7 +1474,7 @@ const settledChargesPhase = rowRepairPhase<ChargeRepairRow>({
     many(db, chargeRepairRow, {
       name: 'reconcile-settled-charges',
       text: `SELECT ${chargeRepairColumns} FROM charges c
-              WHERE c.status = 'SETTLED' AND ($1::uuid IS NULL OR c.id > $1) AND NOT ${hasTx(`'charge:' || c.id || ':settle'`)}
+              WHERE c.status = 'SETTLED' AND ($1::uuid IS NULL OR c.id > $1) AND NOT ${hasTx(ledgerKeys.chargeSettle.sql('c.id'))}
               ORDER BY c.id LIMIT $2`,
       values: [after, limit],
     }),
@@ -1481,7 +1482,7 @@ const settledChargesPhase = rowRepairPhase<ChargeRepairRow>({
     maybeOne(client, chargeRepairRow, {
       name: 'reconcile-settled-charge-lock',
       text: `SELECT ${chargeRepairColumns} FROM charges c
-              WHERE c.id = $1 AND c.status = 'SETTLED' AND NOT ${hasTx(`'charge:' || c.id || ':settle'`)} FOR UPDATE OF c`,
+              WHERE c.id = $1 AND c.status = 'SETTLED' AND NOT ${hasTx(ledgerKeys.chargeSettle.sql('c.id'))} FOR UPDATE OF c`,
       values: [key],
     }),
   key: (row) => row.id,
@@ -1489,7 +1490,7 @@ const settledChargesPhase = rowRepairPhase<ChargeRepairRow>({
     const posting = moneyModel.chargeSettled({ ownerId: row.owner_id, currency: row.currency, amountMinor: row.amount_minor });
     return {
       itemKey: `charge/${row.id}`,
-      idempotencyKey: `charge:${row.id}:settle`,
+      idempotencyKey: ledgerKeys.chargeSettle.of(row.id),
       txType: posting.txType,
       referenceType: 'charge',
       referenceId: row.id,
@@ -1523,7 +1524,7 @@ const failedChargesPhase = rowRepairPhase<ChargeRepairRow>({
       name: 'reconcile-failed-charges',
       text: `SELECT ${chargeRepairColumns} FROM charges c
               WHERE c.status = 'FAILED' AND ($1::uuid IS NULL OR c.id > $1)
-                AND ${hasTx(`'charge:' || c.id || ':created'`)} AND NOT ${hasTx(`'charge:' || c.id || ':fail'`)}
+                AND ${hasTx(ledgerKeys.chargeCreated.sql('c.id'))} AND NOT ${hasTx(ledgerKeys.chargeFail.sql('c.id'))}
               ORDER BY c.id LIMIT $2`,
       values: [after, limit],
     }),
@@ -1532,7 +1533,7 @@ const failedChargesPhase = rowRepairPhase<ChargeRepairRow>({
       name: 'reconcile-failed-charge-lock',
       text: `SELECT ${chargeRepairColumns} FROM charges c
               WHERE c.id = $1 AND c.status = 'FAILED'
-                AND ${hasTx(`'charge:' || c.id || ':created'`)} AND NOT ${hasTx(`'charge:' || c.id || ':fail'`)}
+                AND ${hasTx(ledgerKeys.chargeCreated.sql('c.id'))} AND NOT ${hasTx(ledgerKeys.chargeFail.sql('c.id'))}
               FOR UPDATE OF c`,
       values: [key],
     }),
@@ -1541,7 +1542,7 @@ const failedChargesPhase = rowRepairPhase<ChargeRepairRow>({
     const posting = moneyModel.chargeFailed({ ownerId: row.owner_id, currency: row.currency, amountMinor: row.amount_minor });
     return {
       itemKey: `charge/${row.id}`,
-      idempotencyKey: `charge:${row.id}:fail`,
+      idempotencyKey: ledgerKeys.chargeFail.of(row.id),
       txType: posting.txType,
       referenceType: 'charge',
       referenceId: row.id,
@@ -1574,8 +1575,8 @@ const redemptionRepairRow = z.object({
 });
 type RedemptionRepairRow = z.infer<typeof redemptionRepairRow>;
 const redemptionRepairColumns = `r.id, r.token_id, r.bearer_owner_id, r.issuer_owner_id, r.amount_minor, r.currency, ${existingTx('r.request_tx_id')}`;
-const failedRedemptionCondition = `r.status = 'FAILED' AND ${hasTx(`'redemption:' || r.id || ':request'`)}
-  AND NOT ${hasTx(`'redemption:' || r.id || ':fail'`)}`;
+const failedRedemptionCondition = `r.status = 'FAILED' AND ${hasTx(ledgerKeys.redemptionRequest.sql('r.id'))}
+  AND NOT ${hasTx(ledgerKeys.redemptionFail.sql('r.id'))}`;
 
 /**
  * fix-failed-pending, redemptions: FAILED redemptions whose REDEEM_REQUESTED was booked but whose
@@ -1614,7 +1615,7 @@ const failedRedemptionsPhase = rowRepairPhase<RedemptionRepairRow>({
     });
     return {
       itemKey: `redemption/${row.id}`,
-      idempotencyKey: `redemption:${row.id}:fail`,
+      idempotencyKey: ledgerKeys.redemptionFail.of(row.id),
       txType: posting.txType,
       referenceType: 'redemption',
       referenceId: row.id,

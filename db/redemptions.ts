@@ -7,6 +7,7 @@ import { insertTransferRecords, isUniqueViolation, listTransfers, plcRow, toKnow
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
 import { recordAuthorization } from './used-authorizations.ts';
+import { ledgerKeys } from '../src/ledger/keys.ts';
 
 /**
  * Redemptions: the payout of a PLC to its bearer. The double-spend guard is one transaction
@@ -227,7 +228,7 @@ async function openInTransaction(
     amountMinor: current.amount_minor,
   });
   const booked = await postTransaction(client, {
-    idempotencyKey: `redemption:${request.redemptionId}:request`,
+    idempotencyKey: ledgerKeys.redemptionRequest.of(request.redemptionId),
     txType: posting.txType,
     referenceType: 'redemption',
     referenceId: request.redemptionId,
@@ -307,7 +308,7 @@ export async function finishRedemption(
         feeMinor: current.fee_minor,
       });
       const booked = await postTransaction(client, {
-        idempotencyKey: `redemption:${id}:settle`,
+        idempotencyKey: ledgerKeys.redemptionSettle.of(id),
         txType: posting.txType,
         referenceType: 'redemption',
         referenceId: id,
@@ -334,7 +335,7 @@ export async function finishRedemption(
       amountMinor: current.amount_minor,
     });
     const booked = await postTransaction(client, {
-      idempotencyKey: `redemption:${id}:fail`,
+      idempotencyKey: ledgerKeys.redemptionFail.of(id),
       txType: posting.txType,
       referenceType: 'redemption',
       referenceId: id,
