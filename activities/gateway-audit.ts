@@ -62,7 +62,7 @@ import {
 } from '../src/reconciliation/gateway-audit.ts';
 import type { ReconcileReport } from '../src/reconciliation/tools.ts';
 import { workflowIds } from '../workflows/ids.ts';
-import { plcRedemptionFinishedSignal } from '../workflows/plc.ts';
+import { plcRedemptionFinishedSignal } from '../workflows/plc-messages.ts';
 
 /**
  * The gateway audit (`gateway-audit`, docs/reconciliation.md "The gateway audit"): pages through

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../db/pool.ts';
 import { claimDueStatuses, completeStatus, failStatus, type OutboxRow } from '../db/plc-status-outbox.ts';
-import { plcTransferredSignal } from '../workflows/plc.ts';
+import { plcTransferredSignal } from '../workflows/plc-messages.ts';
 import { withTemporalDeadline } from './temporal.ts';
 
 /**

@@ -7,7 +7,8 @@ import { nodeVerifyEd25519 } from '../infra/ed25519-node.ts';
 import { authorizeRedemption } from '../src/plc/authorize-redemption.ts';
 import { fromTransferRecord } from '../src/plc/register-transfers.ts';
 import type { Plc, RedeemAuthorization } from '../src/protocol/index.ts';
-import { openRedemptionUpdate, redemptionWorkflow } from '../workflows/redemption.ts';
+import { openRedemptionUpdate } from '../workflows/redemption-messages.ts';
+import type { redemptionWorkflow } from '../workflows/redemption.ts';
 import { bearerIdKey, businessStatusKey, tokenIdKey } from '../workflows/search-attributes.ts';
 import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from './chain-intake.ts';
 import { checkForkAgainstRegistered, type ChainRoute } from './fork-check.ts';
@@ -79,7 +80,7 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
     if (await isAuthorizationUsed(pool, authorized.authorizationHash)) throw authorizationReplayed();
     const redemptionId = request.redemptionId ?? randomUUID();
     const { tokenId, bearerPubkey } = authorized;
-    const startWorkflowOperation = new WithStartWorkflowOperation(redemptionWorkflow, {
+    const startWorkflowOperation = new WithStartWorkflowOperation<typeof redemptionWorkflow>('redemptionWorkflow', {
       workflowId: `redemption-${redemptionId}`,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       args: [{ redemptionId, tokenId, webhookWaitMs: config.REDEMPTION_WEBHOOK_WAIT_MS, operatorWaitMs: config.REDEMPTION_OPERATOR_WAIT_MS }],

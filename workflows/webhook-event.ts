@@ -1,7 +1,7 @@
 import { ActivityFailure, getExternalWorkflowHandle, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.ts';
 import { paymentEventSignal } from './charge-signals.ts';
-import { transferEventSignal } from './redemption.ts';
+import { transferEventSignal } from './redemption-messages.ts';
 
 /**
  * Processing of one stored webhook (`webhook-<provider>-<event_id>`; the id makes a duplicate

@@ -22,7 +22,8 @@ import {
   type Plc,
   type PlcJson,
 } from '../../src/protocol/index.ts';
-import { cancelPlcUpdate, issuePlcUpdate, plcWorkflow } from '../../workflows/plc.ts';
+import { cancelPlcUpdate, issuePlcUpdate } from '../../workflows/plc-messages.ts';
+import type { plcWorkflow } from '../../workflows/plc.ts';
 import { businessStatusKey, ownerIdKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { authorizationReplayed, verifyOrRefuse } from '../../services/chain-intake.ts';
@@ -101,7 +102,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
           ? expiryDueAtMs(commitment.expiresAtMs, toleranceMs)
           : nowMs + config.PLC_EXPIRY_OVERRIDE_MS;
       const workflowId = `plc-${tokenId}`;
-      const startWorkflowOperation = new WithStartWorkflowOperation(plcWorkflow, {
+      const startWorkflowOperation = new WithStartWorkflowOperation<typeof plcWorkflow>('plcWorkflow', {
         workflowId,
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         args: [{ tokenId, issuerPubkey, expiryDueAtMs: dueAtMs }],
