@@ -430,35 +430,6 @@ export function createTransferAppender(pool: Pool, options: { maxBatch: number; 
   return { append: (item) => group.submit(item) };
 }
 
-/** Stores verified transfer records at their positions (the chain's one-successor and nonce constraints apply). */
-export async function insertTransferRecords(
-  client: PoolClient,
-  tokenId: string,
-  records: readonly (KnownRecord & { position: number })[],
-  deviceId: string,
-): Promise<void> {
-  for (const record of records) {
-    await client.query({
-      name: 'plc-transfer-insert',
-      text: `INSERT INTO plc_transfers (token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash,
-                                        signature, record_hash, device_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      values: [
-        tokenId,
-        record.position,
-        record.senderPubkey,
-        record.recipientPubkey,
-        record.timestampMs,
-        record.nonce,
-        record.prevHash,
-        record.signature,
-        record.recordHash,
-        deviceId,
-      ],
-    });
-  }
-}
-
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   const pgError = error as Partial<DatabaseError>;
   return pgError.code === '23505' && (constraint === undefined || pgError.constraint === constraint);
