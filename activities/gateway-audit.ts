@@ -1,3 +1,4 @@
+import { cursorAfter, phaseAt } from '../src/reconciliation/phases.ts';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { findChargeForPayment, getCharge, type ChargeRow } from '../db/charges.ts';
 import {
@@ -23,10 +24,8 @@ import {
 } from '../db/gateway-audit.ts';
 import type { Pool } from '../db/pool.ts';
 import {
-  cursorAfter,
   errorDetail,
   itemRecorded,
-  phaseAt,
   recordItems,
   runDryBatches,
   type BatchResult,

@@ -1,3 +1,4 @@
+import { cursorAfter, phaseAt } from '../src/reconciliation/phases.ts';
 import { z } from 'zod';
 import { assert, DomainError } from '../src/errors.ts';
 import { moneyModel, type Entry } from '../src/ledger/money-model.ts';
@@ -23,9 +24,7 @@ import { finishCharge } from './charges.ts';
 import type { Pool, Queryable } from './pool.ts';
 import {
   bucketState,
-  cursorAfter,
   errorDetail,
-  phaseAt,
   recordItems,
   runDryBatches,
   type DryRunInput,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { assert, DomainError } from '../src/errors.ts';
+import { cursorAfter, phaseAt } from '../src/reconciliation/phases.ts';
 import { buckets, isSystemOwner, moneyModel, worldOwnerId, type Bucket, type Entry, type TxType } from '../src/ledger/money-model.ts';
 import { currencies, type Currency } from '../src/money/currency.ts';
 import {
@@ -411,36 +412,6 @@ export async function reconcileBatch(
   const { index, phase, after } = phaseAt(phases, ctx.tool, cursor);
   const result = await phase.batch(pool, ctx, after, limit);
   return { phase: phase.name, scanned: result.scanned, found: result.found, cursor: cursorAfter(phases, index, result.next) };
-}
-
-/** The phase a cursor (`<phase>:<last key>`, null: the start) points into, and the key to go on after. */
-export function phaseAt<P extends { name: string }>(
-  phases: readonly P[],
-  tool: ReconcileTool,
-  cursor: string | null,
-): { index: number; phase: P; after: string | null } {
-  let index = 0;
-  let after: string | null = null;
-  if (cursor !== null) {
-    const separator = cursor.indexOf(':');
-    const name = separator < 0 ? cursor : cursor.slice(0, separator);
-    index = phases.findIndex((phase) => phase.name === name);
-    if (index < 0) throw new Error(`cursor ${cursor} names no phase of ${tool}`);
-    const key = separator < 0 ? '' : cursor.slice(separator + 1);
-    after = key === '' ? null : key;
-  }
-  const phase = phases[index];
-  assert(phase !== undefined, 'every tool has at least one phase');
-  return { index, phase, after };
-}
-
-/** The cursor after a batch of phase `index` that ended at `next` (null: the phase is done). */
-export function cursorAfter(phases: readonly { name: string }[], index: number, next: string | null): string | null {
-  const phase = phases[index];
-  assert(phase !== undefined, 'the phase exists');
-  if (next !== null) return `${phase.name}:${next}`;
-  const following = phases[index + 1];
-  return following === undefined ? null : `${following.name}:`;
 }
 
 /**
