@@ -43,7 +43,7 @@ export async function webhookEventWorkflow(input: { inboxId: string }): Promise<
     return 'DEAD';
   }
   // Since patch `webhook-gateway-word`, routing reads the transfer or payment back from the
-  // gateway (activities/gateway-word.ts); an event the gateway contradicts is recorded
+  // gateway (services/gateway-word.ts); an event the gateway contradicts is recorded
   // CONTRADICTED with the gateway's answer, whatever else happens to it. Histories recorded before
   // carry no contradiction and never reach the patch.
   const contradicted = route.contradiction !== undefined && patched('webhook-gateway-word');

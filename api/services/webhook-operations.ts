@@ -12,7 +12,7 @@ import {
   webhookAuthRefusalsSince,
   type PenaltySource,
 } from '../../db/webhook-monitor.ts';
-import { needsRemoval, requestBackoffRemoval } from '../../activities/webhook-monitor.ts';
+import { needsRemoval, requestBackoffRemoval } from '../../services/webhook-cooldown.ts';
 import { gatewayFailureKind, isGatewayError, webhookEvents, type GatewayClient, type GatewayWebhook } from '../../gateway/index.ts';
 import { gatewayWebhookUrl, webhookAutoHealEnabled, type Config } from '../../infra/config.ts';
 import { DomainError } from '../../src/errors.ts';
