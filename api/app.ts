@@ -35,7 +35,7 @@ import { webhookRoutes } from './routes/webhooks.ts';
 import { redemptionWebhookRoutes } from './routes/redemption-webhooks.ts';
 import { devRoutes } from './routes/dev.ts';
 import { securityRoutes } from './routes/security.ts';
-import { createSecurityService } from './services/security.ts';
+import { createSecurityService } from '../services/security.ts';
 import { devEndpointsEnabled } from '../infra/config.ts';
 
 /** Largest request body accepted; a PLC with a full chain is a few tens of KiB at most. */

@@ -3,7 +3,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from '../db/pool.ts';
 import { claimDueStatuses, completeStatus, failStatus, type OutboxRow } from '../db/plc-status-outbox.ts';
 import { plcTransferredSignal } from '../workflows/plc-messages.ts';
-import { withTemporalDeadline } from './temporal.ts';
+import { withTemporalDeadline } from '../services/temporal.ts';
 
 /**
  * Delivers the PLC statuses queued in `plc_status_outbox` to the PLC workflows, after the

@@ -6,7 +6,7 @@ import { stopWhenSupervisorExits } from '../infra/supervised.ts';
 import { ConfigError, loadConfig } from '../infra/config.ts';
 import { createLogger } from '../infra/logger.ts';
 import { buildApp } from './app.ts';
-import { createSecurityService } from './services/security.ts';
+import { createSecurityService } from '../services/security.ts';
 
 /**
  * The API process: `npm run start:api`. Needs DATABASE_URL, TEMPORAL_ADDRESS and JWT_SECRET

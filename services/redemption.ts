@@ -12,7 +12,7 @@ import type { redemptionWorkflow } from '../workflows/redemption.ts';
 import { bearerIdKey, businessStatusKey, tokenIdKey } from '../workflows/search-attributes.ts';
 import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from './chain-intake.ts';
 import { checkForkAgainstRegistered, type ChainRoute } from './fork-check.ts';
-import { withDomainErrors } from './temporal-errors.ts';
+import { withDomainErrors } from './temporal.ts';
 
 /**
  * The redemption intake (docs/settlement.md): a bearer's signed redeem authorisation over a

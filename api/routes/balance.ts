@@ -17,7 +17,7 @@ import { ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts
 import { adminErrors, errorResponse, pageQuery, standardErrors } from '../schemas/common.ts';
 import { balanceResponse, idempotencyKeyHeader, toBalanceResponse, toTransactionItem, transactionItem } from '../schemas/ledger.ts';
 import { amountInputSchema, currencySchema, ownerIdSchema, parseMoney } from '../schemas/money.ts';
-import { withDomainErrors } from '../temporal.ts';
+import { withDomainErrors } from '../../services/temporal.ts';
 
 const ownerParams = z.object({ owner_id: ownerIdSchema });
 const currencyQuery = z.object({ currency: currencySchema.default('BRL') });

@@ -44,7 +44,7 @@ import {
   transferPlcRequest,
   transferPlcResponse,
 } from '../schemas/plc.ts';
-import { withDomainErrors } from '../temporal.ts';
+import { withDomainErrors } from '../../services/temporal.ts';
 
 const modifyHeaders = z.object({ 'x-device-id': deviceIdSchema, 'idempotency-key': idempotencyKeyHeader.optional() });
 const refusals = { 404: errorResponse, 409: errorResponse, 429: errorResponse, ...standardErrors };
