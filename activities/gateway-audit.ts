@@ -1,3 +1,4 @@
+import { cursorAfter, phaseAt } from '../src/reconciliation/phases.ts';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { findChargeForPayment, getCharge, type ChargeRow } from '../db/charges.ts';
 import {
@@ -23,10 +24,8 @@ import {
 } from '../db/gateway-audit.ts';
 import type { Pool } from '../db/pool.ts';
 import {
-  cursorAfter,
   errorDetail,
   itemRecorded,
-  phaseAt,
   recordItems,
   runDryBatches,
   type BatchResult,
@@ -62,7 +61,7 @@ import {
 } from '../src/reconciliation/gateway-audit.ts';
 import type { ReconcileReport } from '../src/reconciliation/tools.ts';
 import { workflowIds } from '../workflows/ids.ts';
-import { plcRedemptionFinishedSignal } from '../workflows/plc.ts';
+import { plcRedemptionFinishedSignal } from '../workflows/plc-messages.ts';
 
 /**
  * The gateway audit (`gateway-audit`, docs/reconciliation.md "The gateway audit"): pages through

@@ -1,7 +1,8 @@
 import { recordLedgerCheck } from '../db/ledger-checks.ts';
 import { getBalances, postTransaction } from '../db/ledger.ts';
 import type { Pool } from '../db/pool.ts';
-import { depositLedgerKey, moneyModel } from '../src/ledger/money-model.ts';
+import { depositLedgerKey } from '../src/ledger/keys.ts';
+import { moneyModel } from '../src/ledger/money-model.ts';
 import type { Currency } from '../src/money/currency.ts';
 import { refusalsAsFailures } from './failures.ts';
 

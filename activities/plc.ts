@@ -1,10 +1,11 @@
-import { getPlc, issuePlc, listOverdue, releasePlc, type PlcRow } from '../db/plcs.ts';
+import { getPlc, issuePlc, listOverdue, releasePlc } from '../db/plcs.ts';
 import { raiseRiskFlag } from '../db/risk-flags.ts';
 import type { Pool } from '../db/pool.ts';
 import { DomainError } from '../src/errors.ts';
 import type { PlcStatus } from '../src/plc/lifecycle.ts';
 import type { Currency } from '../src/money/currency.ts';
 import { refusalsAsFailures } from './failures.ts';
+import { toPlcState } from '../services/plc-state.ts';
 
 /**
  * The PLC workflow's activities: issue (store + AVAILABLE -> PROMISED), cancel and expire
@@ -46,26 +47,6 @@ export interface PlcState {
   commitmentHash?: string;
   redemptionInFlight?: boolean;
   statusChangedAtMs?: number;
-}
-
-export function toPlcState(row: PlcRow): PlcState {
-  return {
-    tokenId: row.token_id,
-    status: row.status,
-    amountMinor: row.amount_minor.toString(),
-    currency: row.currency,
-    issuerPubkey: row.issuer_pubkey,
-    bearerPubkey: row.bearer_pubkey,
-    chainLength: row.chain_length,
-    createdAtMs: Number(row.created_at_ms),
-    expiresAtMs: Number(row.expires_at_ms),
-    issueTxId: row.issue_tx_id,
-    finalTxId: row.final_tx_id,
-    headHash: row.head_hash,
-    commitmentHash: row.commitment_hash,
-    redemptionInFlight: row.redemption_id !== null && row.status !== 'REDEEMED',
-    statusChangedAtMs: row.status_changed_at.getTime(),
-  };
 }
 
 export interface ReleaseOutcome {

@@ -23,7 +23,7 @@ import { forkFindingOf } from '../src/plc/fork-check.ts';
 import { decideRegistration, type KnownRecord } from '../src/plc/register-transfers.ts';
 import { refuseFork } from '../services/fork-check.ts';
 import { hexToBytes, type TransferRecord } from '../src/protocol/index.ts';
-import { plcRedemptionFinishedSignal } from '../workflows/plc.ts';
+import { plcRedemptionFinishedSignal } from '../workflows/plc-messages.ts';
 import { refusalsAsFailures } from './failures.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { withTransaction, type Pool } from '../db/pool.ts';
 import {
@@ -13,15 +13,11 @@ import {
   recordMonitorRemovals,
 } from '../db/webhook-monitor.ts';
 import { gatewayFailureKind, isGatewayError, type GatewayClient, type GatewayWebhook } from '../gateway/index.ts';
-import { workflowIds } from '../workflows/ids.ts';
-import { referenceIdKey } from '../workflows/search-attributes.ts';
+import { needsRemoval, requestBackoffRemoval } from '../services/webhook-cooldown.ts';
 import {
-  removeBackoffUpdate,
-  type BackoffRemovalResult,
-  type BackoffRemovalSource,
   type RemovalQueueOutcome,
   type WebhookCheckSummary,
-  type WebhookCooldownInput,
+  type BackoffRemovalSource,
   type WebhookMonitorMode,
 } from '../workflows/webhook-messages.ts';
 
@@ -66,39 +62,6 @@ export function gatewayFailure(error: unknown, notFoundCode: 'WEBHOOK_NOT_FOUND'
   }
 }
 
-/**
- * Asks `webhook-cooldown-<id>` for one backoff removal, starting it when it is not running
- * (update-with-start, conflict policy USE_EXISTING): however many callers ask at once, they land
- * on one execution, which decides one request at a time. An update that reaches an execution in
- * the moment it completes is tried again (a new run then answers).
- */
-export async function requestBackoffRemoval(
-  temporal: Pick<Client, 'workflow'>,
-  input: { taskQueue: string; cooldownMs: number; webhookId: string; requestedBy: string; source: BackoffRemovalSource },
-): Promise<BackoffRemovalResult> {
-  const workflowId = workflowIds.webhookCooldown(input.webhookId);
-  const args: [WebhookCooldownInput] = [{ webhookId: input.webhookId, cooldownMs: input.cooldownMs }];
-  for (let attempt = 1; ; attempt += 1) {
-    const startWorkflowOperation = new WithStartWorkflowOperation('webhookCooldownWorkflow', {
-      workflowId,
-      taskQueue: input.taskQueue,
-      args,
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      // An operator finds a webhook's cooldowns in the Temporal UI with ReferenceId = "<webhook_id>".
-      typedSearchAttributes: [{ key: referenceIdKey, value: input.webhookId }],
-    });
-    try {
-      return await temporal.workflow.executeUpdateWithStart(removeBackoffUpdate, {
-        startWorkflowOperation,
-        args: [{ requestedBy: input.requestedBy, source: input.source }],
-      });
-    } catch (error) {
-      const completedMeanwhile = error instanceof WorkflowNotFoundError || (error instanceof Error && /already completed/i.test(error.message));
-      if (!completedMeanwhile || attempt >= 3) throw error;
-    }
-  }
-}
-
 function summaryOf(webhook: GatewayWebhook, queued: boolean): WebhookCheckSummary['webhooks'][number] {
   return {
     id: webhook.id,
@@ -107,11 +70,6 @@ function summaryOf(webhook: GatewayWebhook, queued: boolean): WebhookCheckSummar
     penalizedRequestsCount: webhook.penalizedRequestsCount ?? 0,
     queued,
   };
-}
-
-/** A queue needs a removal when the gateway holds a penalty against it or has interrupted it. */
-export function needsRemoval(webhook: GatewayWebhook): boolean {
-  return webhook.interrupted || (webhook.penalizedRequestsCount ?? 0) > 0;
 }
 
 export function createWebhookMonitorActivities(deps: { pool: Pool; gateway: GatewayClient; temporal: Pick<Client, 'workflow'> }) {

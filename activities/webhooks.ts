@@ -1,8 +1,9 @@
-import { classifyGatewayWebhookText, isFinalTransferStatus, paymentStatusByEvent, transferStatusByEvent, type GatewayWebhookClassification, type TransferStatus } from '../gateway/index.ts';
+import { classifyGatewayWebhookText, paymentStatusByEvent, type TransferStatus } from '../gateway/index.ts';
+import { noActionReason, transferEventStatus } from '../services/webhook-intake.ts';
 import { claimInboxEvent, finishInboxEvent, type InboxFinalStatus } from '../db/inbox.ts';
 import type { Pool } from '../db/pool.ts';
 import { workflowIds } from '../workflows/ids.ts';
-import { verifyPaymentEvent, verifyTransferEvent, type Contradiction, type GatewayReader } from './gateway-word.ts';
+import { verifyPaymentEvent, verifyTransferEvent, type Contradiction, type GatewayReader } from '../services/gateway-word.ts';
 
 /**
  * Webhook processing, as explicit steps: the route has authenticated and stored the event; here
@@ -29,37 +30,12 @@ export type InboxRoute =
     }
   | { kind: 'ignore'; reason: string; contradiction?: Contradiction };
 
-/**
- * Why a stored gateway event needs no processing, judged by its content alone, or undefined when
- * it may need some: a transfer event with a status that is not final (only DONE, FAILED and
- * CANCELLED move a redemption, which ignores the others), a body that is not a notification we
- * act on. Payment events always go to their processing (the charge workflow keeps their order).
- */
-export function settledOnArrival(rawBody: string): { status: 'IGNORED'; result: { reason: string } } | undefined {
-  const reason = noActionReason(classifyGatewayWebhookText(rawBody));
-  return reason === undefined ? undefined : { status: 'IGNORED', result: { reason } };
-}
-
-function transferEventStatus(event: Extract<GatewayWebhookClassification, { kind: 'transfer_event' }>): TransferStatus {
-  return transferStatusByEvent[event.event] ?? event.transfer.status;
-}
-
-function noActionReason(event: GatewayWebhookClassification): string | undefined {
-  if (event.kind === 'transfer_event') {
-    const status = transferEventStatus(event);
-    return isFinalTransferStatus(status) ? undefined : `transfer ${event.transfer.id} is ${status}: only a final status acts`;
-  }
-  if (event.kind === 'unknown') return event.reason;
-  if (event.kind === 'transfer_validation') return `${event.kind} is answered synchronously`;
-  return undefined;
-}
-
 export function createWebhookActivities(deps: { pool: Pool; gateway: GatewayReader }) {
   const { pool } = deps;
   return {
     /**
      * Routes one stored event: classifies it, finds the redemption or charge it is about, reads
-     * that transfer or payment back from the gateway (activities/gateway-word.ts) and says which
+     * that transfer or payment back from the gateway (services/gateway-word.ts) and says which
      * workflow to signal with the gateway's status. An event the gateway contradicts carries the
      * contradiction (flag raised) and is recorded CONTRADICTED; it signals only a final status the
      * gateway itself holds.

@@ -40,7 +40,7 @@ import { redemptionWebhookRoutes } from './routes/redemption-webhooks.ts';
 import { devRoutes } from './routes/dev.ts';
 import { feeRoutes } from './routes/fees.ts';
 import { securityRoutes } from './routes/security.ts';
-import { createSecurityService } from './services/security.ts';
+import { createSecurityService } from '../services/security.ts';
 import { apiMetricsServed, devEndpointsEnabled } from '../infra/config.ts';
 import { createServiceMetrics, type ServiceMetrics } from '../infra/metrics.ts';
 import { metricsDatabaseReaders } from '../db/metrics-readers.ts';

@@ -3,8 +3,8 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { AdvisoryLeadership } from '../db/advisory-leader.ts';
 import type { Pool } from '../db/pool.ts';
 import { claimDueStatuses, completeStatus, failStatus, type OutboxRow } from '../db/plc-status-outbox.ts';
-import { plcTransferredSignal } from '../workflows/plc.ts';
-import { withTemporalDeadline } from './temporal.ts';
+import { plcTransferredSignal } from '../workflows/plc-messages.ts';
+import { withTemporalDeadline } from '../services/temporal.ts';
 
 /**
  * Delivers the PLC statuses queued in `plc_status_outbox` to the PLC workflows, after the

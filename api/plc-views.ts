@@ -1,4 +1,5 @@
-import { toPlcState, type PlcState } from '../activities/plc.ts';
+import type { PlcState } from '../activities/plc.ts';
+import { toPlcState } from '../services/plc-state.ts';
 import type { PlcRow, TransferRow } from '../db/plcs.ts';
 import { msToIso } from '../src/protocol/index.ts';
 import { money } from './schemas/money.ts';

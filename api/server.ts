@@ -10,7 +10,7 @@ import { startTracing } from '../infra/tracing.ts';
 import { metricsDatabaseReaders } from '../db/metrics-readers.ts';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { buildApp } from './app.ts';
-import { createSecurityService } from './services/security.ts';
+import { createSecurityService } from '../services/security.ts';
 
 /**
  * The API process: `npm run start:api`. Needs DATABASE_URL, TEMPORAL_ADDRESS and JWT_SECRET

@@ -24,7 +24,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { buildApp } from '../api/app.ts';
-import { createSecurityService } from '../api/services/security.ts';
+import { createSecurityService } from '../services/security.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
 import { createGatewayClient } from '../gateway/index.ts';

@@ -5,6 +5,7 @@ import { postTransaction } from './ledger.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { maybeOne, one } from './sql.ts';
 import { reportCommitted } from './committed.ts';
+import { ledgerKeys } from '../src/ledger/keys.ts';
 
 /**
  * Charges (cash-in, docs/charges.md): an owner asks to be paid over Pix or Boleto, the gateway
@@ -118,7 +119,7 @@ export async function openCharge(pool: Pool, input: NewCharge): Promise<{ charge
     if (existing !== null) return { charge: sameRequest(existing, input), created: false };
     const posting = moneyModel.chargeCreated({ ownerId: input.ownerId, currency: 'BRL', amountMinor: input.amountMinor });
     const booked = await postTransaction(client, {
-      idempotencyKey: `charge:${input.chargeId}:created`,
+      idempotencyKey: ledgerKeys.chargeCreated.of(input.chargeId),
       txType: posting.txType,
       referenceType: 'charge',
       referenceId: input.chargeId,
@@ -262,7 +263,7 @@ export async function finishCharge(pool: Pool, id: string, outcome: FinishOutcom
     if (outcome.status === 'SETTLED') {
       const posting = moneyModel.chargeSettled(amount);
       const booked = await postTransaction(client, {
-        idempotencyKey: `charge:${id}:settle`,
+        idempotencyKey: ledgerKeys.chargeSettle.of(id),
         txType: posting.txType,
         referenceType: 'charge',
         referenceId: id,
@@ -280,7 +281,7 @@ export async function finishCharge(pool: Pool, id: string, outcome: FinishOutcom
     }
     const posting = moneyModel.chargeFailed(amount);
     const booked = await postTransaction(client, {
-      idempotencyKey: `charge:${id}:fail`,
+      idempotencyKey: ledgerKeys.chargeFail.of(id),
       txType: posting.txType,
       referenceType: 'charge',
       referenceId: id,

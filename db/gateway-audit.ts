@@ -7,6 +7,7 @@ import { withTransaction, type Pool, type Queryable } from './pool.ts';
 import { bucketState, recordItems, type ItemRecord } from './reconciliation.ts';
 import { redemptionColumns, redemptionRow, type RedemptionRow } from './redemptions.ts';
 import { exec, many, maybeOne, one } from './sql.ts';
+import { ledgerKeys } from '../src/ledger/keys.ts';
 
 /**
  * The gateway audit's SQL (docs/reconciliation.md, "The gateway audit"). A run stores what it
@@ -416,7 +417,7 @@ export async function repairPaidFailedRedemption(
       feeMinor: redemption.fee_minor,
     });
     const settlement = await postTransaction(client, {
-      idempotencyKey: `redemption:${redemption.id}:settle`,
+      idempotencyKey: ledgerKeys.redemptionSettle.of(redemption.id),
       txType: settled.txType,
       referenceType: 'redemption',
       referenceId: redemption.id,

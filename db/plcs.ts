@@ -12,6 +12,7 @@ import { createGroupCommit } from './group-commit.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
 import { reportCommitted } from './committed.ts';
+import { ledgerKeys } from '../src/ledger/keys.ts';
 
 /**
  * PLC rows and their transfer chains. Every state transition is one guarded UPDATE inside a
@@ -246,7 +247,7 @@ export async function releasePlc(pool: Pool, tokenId: string, kind: ReleaseKind)
         ? moneyModel.plcCancelled({ issuerId: plc.issuer_owner_id, currency: plc.currency, amountMinor: plc.amount_minor })
         : moneyModel.plcExpired({ issuerId: plc.issuer_owner_id, currency: plc.currency, amountMinor: plc.amount_minor });
     const booked = await postTransaction(client, {
-      idempotencyKey: `plc:${tokenId}:release`,
+      idempotencyKey: ledgerKeys.plcRelease.of(tokenId),
       txType: posting.txType,
       referenceType: 'plc',
       referenceId: tokenId,
@@ -480,36 +481,6 @@ export function createTransferAppender(pool: Pool, options: { maxBatch: number; 
         throw keyBlockedError(error) ?? error;
       }),
   };
-}
-
-/** Stores verified transfer records at their positions (the chain's one-successor and nonce constraints apply). */
-export async function insertTransferRecords(
-  client: PoolClient,
-  tokenId: string,
-  records: readonly (KnownRecord & { position: number })[],
-  deviceId: string,
-): Promise<void> {
-  for (const record of records) {
-    await client.query({
-      name: 'plc-transfer-insert',
-      text: `INSERT INTO plc_transfers (token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash,
-                                        signature, record_hash, device_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      values: [
-        tokenId,
-        record.position,
-        record.senderPubkey,
-        record.recipientPubkey,
-        record.timestampMs,
-        record.nonce,
-        record.prevHash,
-        record.signature,
-        record.recordHash,
-        deviceId,
-      ],
-    });
-  }
-  if (records.length > 0) reportCommitted(client, { kind: 'plc', event: 'transferred', count: records.length });
 }
 
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {

@@ -1,6 +1,8 @@
+import { cursorAfter, phaseAt } from '../src/reconciliation/phases.ts';
 import { z } from 'zod';
 import { assert, DomainError } from '../src/errors.ts';
 import { moneyModel, type Entry } from '../src/ledger/money-model.ts';
+import { ledgerKeys } from '../src/ledger/keys.ts';
 import { currencies, type Currency } from '../src/money/currency.ts';
 import {
   chargeSetupWindowMs,
@@ -22,9 +24,7 @@ import { finishCharge } from './charges.ts';
 import type { Pool, Queryable } from './pool.ts';
 import {
   bucketState,
-  cursorAfter,
   errorDetail,
-  phaseAt,
   recordItems,
   runDryBatches,
   type DryRunInput,
@@ -416,7 +416,7 @@ function signalName(handover: Handover): string {
 }
 
 function chargeBookingKey(handover: Handover, verdict: 'SETTLE' | 'FAIL'): string {
-  return `charge:${handover.subjectId}:${verdict === 'SETTLE' ? 'settle' : 'fail'}`;
+  return (verdict === 'SETTLE' ? ledgerKeys.chargeSettle : ledgerKeys.chargeFail).of(handover.subjectId);
 }
 
 /** What a dry run says it would do about one handover. */

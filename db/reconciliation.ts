@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { assert, DomainError } from '../src/errors.ts';
+import { cursorAfter, phaseAt } from '../src/reconciliation/phases.ts';
 import { buckets, isSystemOwner, moneyModel, worldOwnerId, type Bucket, type Entry, type TxType } from '../src/ledger/money-model.ts';
 import { currencies, type Currency } from '../src/money/currency.ts';
 import {
@@ -25,6 +26,7 @@ import {
 import { postTransaction } from './ledger.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { exec, many, maybeOne, one } from './sql.ts';
+import { ledgerKeys } from '../src/ledger/keys.ts';
 
 // Built once (zod compiles a schema's parser on its first use).
 const lockedRow = z.object({ locked: z.number().int() });
@@ -410,36 +412,6 @@ export async function reconcileBatch(
   const { index, phase, after } = phaseAt(phases, ctx.tool, cursor);
   const result = await phase.batch(pool, ctx, after, limit);
   return { phase: phase.name, scanned: result.scanned, found: result.found, cursor: cursorAfter(phases, index, result.next) };
-}
-
-/** The phase a cursor (`<phase>:<last key>`, null: the start) points into, and the key to go on after. */
-export function phaseAt<P extends { name: string }>(
-  phases: readonly P[],
-  tool: ReconcileTool,
-  cursor: string | null,
-): { index: number; phase: P; after: string | null } {
-  let index = 0;
-  let after: string | null = null;
-  if (cursor !== null) {
-    const separator = cursor.indexOf(':');
-    const name = separator < 0 ? cursor : cursor.slice(0, separator);
-    index = phases.findIndex((phase) => phase.name === name);
-    if (index < 0) throw new Error(`cursor ${cursor} names no phase of ${tool}`);
-    const key = separator < 0 ? '' : cursor.slice(separator + 1);
-    after = key === '' ? null : key;
-  }
-  const phase = phases[index];
-  assert(phase !== undefined, 'every tool has at least one phase');
-  return { index, phase, after };
-}
-
-/** The cursor after a batch of phase `index` that ended at `next` (null: the phase is done). */
-export function cursorAfter(phases: readonly { name: string }[], index: number, next: string | null): string | null {
-  const phase = phases[index];
-  assert(phase !== undefined, 'the phase exists');
-  if (next !== null) return `${phase.name}:${next}`;
-  const following = phases[index + 1];
-  return following === undefined ? null : `${following.name}:`;
 }
 
 /**
@@ -1311,7 +1283,7 @@ function plcReleasePlan(row: PlcRepairRow, kind: 'EXPIRED' | 'CANCELLED', why: s
   const posting = kind === 'CANCELLED' ? moneyModel.plcCancelled(amount) : moneyModel.plcExpired(amount);
   return {
     itemKey: `plc/${row.token_id}`,
-    idempotencyKey: `plc:${row.token_id}:release`,
+    idempotencyKey: ledgerKeys.plcRelease.of(row.token_id),
     txType: posting.txType,
     referenceType: 'plc',
     referenceId: row.token_id,
@@ -1339,7 +1311,7 @@ const releasedPlcsPhase = rowRepairPhase<PlcRepairRow>({
       name: 'reconcile-released-plcs',
       text: `SELECT ${plcRepairColumns} FROM plcs p
               WHERE p.status IN ('EXPIRED', 'CANCELLED') AND ($1::uuid IS NULL OR p.token_id > $1)
-                AND NOT ${hasTx(`'plc:' || p.token_id || ':release'`)}
+                AND NOT ${hasTx(ledgerKeys.plcRelease.sql('p.token_id'))}
               ORDER BY p.token_id LIMIT $2`,
       values: [after, limit],
     }),
@@ -1347,7 +1319,7 @@ const releasedPlcsPhase = rowRepairPhase<PlcRepairRow>({
     maybeOne(client, plcRepairRow, {
       name: 'reconcile-released-plc-lock',
       text: `SELECT ${plcRepairColumns} FROM plcs p
-              WHERE p.token_id = $1 AND p.status IN ('EXPIRED', 'CANCELLED') AND NOT ${hasTx(`'plc:' || p.token_id || ':release'`)}
+              WHERE p.token_id = $1 AND p.status IN ('EXPIRED', 'CANCELLED') AND NOT ${hasTx(ledgerKeys.plcRelease.sql('p.token_id'))}
               FOR UPDATE OF p`,
       values: [key],
     }),
@@ -1411,7 +1383,7 @@ const liveIssuedPlcsPhase = rowRepairPhase<PlcRepairRow>({
       name: 'reconcile-live-plcs',
       text: `SELECT ${plcRepairColumns} FROM plcs p
               WHERE p.issuer_owner_id = $1 AND p.status IN ('ISSUED', 'TRANSFERRED') AND ($2::uuid IS NULL OR p.token_id > $2)
-                AND NOT ${hasTx(`'plc:' || p.token_id || ':issue'`)}
+                AND NOT ${hasTx(ledgerKeys.plcIssue.sql('p.token_id'))}
               ORDER BY p.token_id LIMIT $3`,
       values: [ctx.params.ownerId ?? null, after, limit],
     }),
@@ -1420,7 +1392,7 @@ const liveIssuedPlcsPhase = rowRepairPhase<PlcRepairRow>({
       name: 'reconcile-live-plc-lock',
       text: `SELECT ${plcRepairColumns} FROM plcs p
               WHERE p.token_id = $1 AND p.issuer_owner_id = $2 AND p.status IN ('ISSUED', 'TRANSFERRED')
-                AND NOT ${hasTx(`'plc:' || p.token_id || ':issue'`)}
+                AND NOT ${hasTx(ledgerKeys.plcIssue.sql('p.token_id'))}
               FOR UPDATE OF p`,
       values: [key, ctx.params.ownerId ?? null],
     }),
@@ -1429,7 +1401,7 @@ const liveIssuedPlcsPhase = rowRepairPhase<PlcRepairRow>({
     const posting = moneyModel.plcIssued({ issuerId: row.issuer_owner_id, currency: row.currency, amountMinor: row.amount_minor });
     return {
       itemKey: `plc/${row.token_id}`,
-      idempotencyKey: `plc:${row.token_id}:issue`,
+      idempotencyKey: ledgerKeys.plcIssue.of(row.token_id),
       txType: posting.txType,
       referenceType: 'plc',
       referenceId: row.token_id,
@@ -1473,7 +1445,7 @@ const settledChargesPhase = rowRepairPhase<ChargeRepairRow>({
     many(db, chargeRepairRow, {
       name: 'reconcile-settled-charges',
       text: `SELECT ${chargeRepairColumns} FROM charges c
-              WHERE c.status = 'SETTLED' AND ($1::uuid IS NULL OR c.id > $1) AND NOT ${hasTx(`'charge:' || c.id || ':settle'`)}
+              WHERE c.status = 'SETTLED' AND ($1::uuid IS NULL OR c.id > $1) AND NOT ${hasTx(ledgerKeys.chargeSettle.sql('c.id'))}
               ORDER BY c.id LIMIT $2`,
       values: [after, limit],
     }),
@@ -1481,7 +1453,7 @@ const settledChargesPhase = rowRepairPhase<ChargeRepairRow>({
     maybeOne(client, chargeRepairRow, {
       name: 'reconcile-settled-charge-lock',
       text: `SELECT ${chargeRepairColumns} FROM charges c
-              WHERE c.id = $1 AND c.status = 'SETTLED' AND NOT ${hasTx(`'charge:' || c.id || ':settle'`)} FOR UPDATE OF c`,
+              WHERE c.id = $1 AND c.status = 'SETTLED' AND NOT ${hasTx(ledgerKeys.chargeSettle.sql('c.id'))} FOR UPDATE OF c`,
       values: [key],
     }),
   key: (row) => row.id,
@@ -1489,7 +1461,7 @@ const settledChargesPhase = rowRepairPhase<ChargeRepairRow>({
     const posting = moneyModel.chargeSettled({ ownerId: row.owner_id, currency: row.currency, amountMinor: row.amount_minor });
     return {
       itemKey: `charge/${row.id}`,
-      idempotencyKey: `charge:${row.id}:settle`,
+      idempotencyKey: ledgerKeys.chargeSettle.of(row.id),
       txType: posting.txType,
       referenceType: 'charge',
       referenceId: row.id,
@@ -1523,7 +1495,7 @@ const failedChargesPhase = rowRepairPhase<ChargeRepairRow>({
       name: 'reconcile-failed-charges',
       text: `SELECT ${chargeRepairColumns} FROM charges c
               WHERE c.status = 'FAILED' AND ($1::uuid IS NULL OR c.id > $1)
-                AND ${hasTx(`'charge:' || c.id || ':created'`)} AND NOT ${hasTx(`'charge:' || c.id || ':fail'`)}
+                AND ${hasTx(ledgerKeys.chargeCreated.sql('c.id'))} AND NOT ${hasTx(ledgerKeys.chargeFail.sql('c.id'))}
               ORDER BY c.id LIMIT $2`,
       values: [after, limit],
     }),
@@ -1532,7 +1504,7 @@ const failedChargesPhase = rowRepairPhase<ChargeRepairRow>({
       name: 'reconcile-failed-charge-lock',
       text: `SELECT ${chargeRepairColumns} FROM charges c
               WHERE c.id = $1 AND c.status = 'FAILED'
-                AND ${hasTx(`'charge:' || c.id || ':created'`)} AND NOT ${hasTx(`'charge:' || c.id || ':fail'`)}
+                AND ${hasTx(ledgerKeys.chargeCreated.sql('c.id'))} AND NOT ${hasTx(ledgerKeys.chargeFail.sql('c.id'))}
               FOR UPDATE OF c`,
       values: [key],
     }),
@@ -1541,7 +1513,7 @@ const failedChargesPhase = rowRepairPhase<ChargeRepairRow>({
     const posting = moneyModel.chargeFailed({ ownerId: row.owner_id, currency: row.currency, amountMinor: row.amount_minor });
     return {
       itemKey: `charge/${row.id}`,
-      idempotencyKey: `charge:${row.id}:fail`,
+      idempotencyKey: ledgerKeys.chargeFail.of(row.id),
       txType: posting.txType,
       referenceType: 'charge',
       referenceId: row.id,
@@ -1574,8 +1546,8 @@ const redemptionRepairRow = z.object({
 });
 type RedemptionRepairRow = z.infer<typeof redemptionRepairRow>;
 const redemptionRepairColumns = `r.id, r.token_id, r.bearer_owner_id, r.issuer_owner_id, r.amount_minor, r.currency, ${existingTx('r.request_tx_id')}`;
-const failedRedemptionCondition = `r.status = 'FAILED' AND ${hasTx(`'redemption:' || r.id || ':request'`)}
-  AND NOT ${hasTx(`'redemption:' || r.id || ':fail'`)}`;
+const failedRedemptionCondition = `r.status = 'FAILED' AND ${hasTx(ledgerKeys.redemptionRequest.sql('r.id'))}
+  AND NOT ${hasTx(ledgerKeys.redemptionFail.sql('r.id'))}`;
 
 /**
  * fix-failed-pending, redemptions: FAILED redemptions whose REDEEM_REQUESTED was booked but whose
@@ -1614,7 +1586,7 @@ const failedRedemptionsPhase = rowRepairPhase<RedemptionRepairRow>({
     });
     return {
       itemKey: `redemption/${row.id}`,
-      idempotencyKey: `redemption:${row.id}:fail`,
+      idempotencyKey: ledgerKeys.redemptionFail.of(row.id),
       txType: posting.txType,
       referenceType: 'redemption',
       referenceId: row.id,

@@ -4,11 +4,12 @@ import { moneyModel } from '../src/ledger/money-model.ts';
 import type { KnownRecord, RegistrationDecision } from '../src/plc/register-transfers.ts';
 import { keyBlockedError } from './blocklist.ts';
 import { postTransaction } from './ledger.ts';
-import { insertTransferRecords, isUniqueViolation, listTransfers, plcRow, toKnownRecord, type PlcRow } from './plcs.ts';
+import { appendTransfersBatch, isUniqueViolation, listTransfers, plcRow, toKnownRecord, type PlcRow } from './plcs.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
 import { recordAuthorization } from './used-authorizations.ts';
 import { reportCommitted } from './committed.ts';
+import { ledgerKeys } from '../src/ledger/keys.ts';
 
 /**
  * Redemptions: the payout of a PLC to its bearer. The double-spend guard is one transaction
@@ -205,14 +206,15 @@ async function openInTransaction(
   }
   let current = plc;
   if (decision.kind === 'extend') {
-    await insertTransferRecords(client, plc.token_id, decision.records, request.deviceId);
-    current = await one(client, plcRow, {
-      name: 'redemption-advance-plc',
-      text: `UPDATE plcs SET status = 'TRANSFERRED', chain_length = $2, head_hash = $3, bearer_pubkey = $4,
-                    status_changed_at = CASE WHEN status = 'TRANSFERRED' THEN status_changed_at ELSE now() END
-              WHERE token_id = $1 RETURNING *`,
-      values: [plc.token_id, decision.chainLength, decision.headHash, decision.bearerPubkey],
-    });
+    // Hops presented with the redemption and never registered are appended by the one writer of
+    // hops (appendTransfersBatch, as the transfer route's): a first hop queues TRANSFERRED for
+    // the PLC's workflow in the same statement. The PLC's row is locked and was just read, so the
+    // compare-and-set cannot lose here.
+    const [head] = await appendTransfersBatch(client, [
+      { read: { token_id: plc.token_id, status: plc.status, chain_length: plc.chain_length, head_hash: plc.head_hash }, decision, deviceId: request.deviceId },
+    ]);
+    if (head === null || head === undefined) throw new Error(`PLC ${plc.token_id} changed under its row lock while a redemption opened`);
+    current = await one(client, plcRow, { name: 'redemption-plc-after-append', text: `SELECT * FROM plcs WHERE token_id = $1`, values: [plc.token_id] });
   }
   if (current.status !== 'TRANSFERRED') {
     throw new DomainError('PLC_NOT_REDEEMABLE', `a ${current.status} PLC cannot be redeemed (only a transferred one)`, {
@@ -233,7 +235,7 @@ async function openInTransaction(
     amountMinor: current.amount_minor,
   });
   const booked = await postTransaction(client, {
-    idempotencyKey: `redemption:${request.redemptionId}:request`,
+    idempotencyKey: ledgerKeys.redemptionRequest.of(request.redemptionId),
     txType: posting.txType,
     referenceType: 'redemption',
     referenceId: request.redemptionId,
@@ -321,7 +323,7 @@ export async function finishRedemption(
         feeMinor: current.fee_minor,
       });
       const booked = await postTransaction(client, {
-        idempotencyKey: `redemption:${id}:settle`,
+        idempotencyKey: ledgerKeys.redemptionSettle.of(id),
         txType: posting.txType,
         referenceType: 'redemption',
         referenceId: id,
@@ -350,7 +352,7 @@ export async function finishRedemption(
       amountMinor: current.amount_minor,
     });
     const booked = await postTransaction(client, {
-      idempotencyKey: `redemption:${id}:fail`,
+      idempotencyKey: ledgerKeys.redemptionFail.of(id),
       txType: posting.txType,
       referenceType: 'redemption',
       referenceId: id,

@@ -8,12 +8,13 @@ import { nodeVerifyEd25519 } from '../infra/ed25519-node.ts';
 import { authorizeRedemption } from '../src/plc/authorize-redemption.ts';
 import { fromTransferRecord } from '../src/plc/register-transfers.ts';
 import type { Plc, RedeemAuthorization } from '../src/protocol/index.ts';
-import { openRedemptionUpdate, redemptionWorkflow } from '../workflows/redemption.ts';
+import { openRedemptionUpdate } from '../workflows/redemption-messages.ts';
+import type { redemptionWorkflow } from '../workflows/redemption.ts';
 import { bearerIdKey, businessStatusKey, tokenIdKey } from '../workflows/search-attributes.ts';
 import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from './chain-intake.ts';
 import { feeRailOf, redemptionFee } from './fees.ts';
 import { checkForkAgainstRegistered, type ChainRoute } from './fork-check.ts';
-import { withDomainErrors } from './temporal-errors.ts';
+import { withDomainErrors } from './temporal.ts';
 
 /**
  * The redemption intake (docs/settlement.md): a bearer's signed redeem authorisation over a
@@ -94,7 +95,7 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
     });
     const redemptionId = request.redemptionId ?? randomUUID();
     const { tokenId, bearerPubkey } = authorized;
-    const startWorkflowOperation = new WithStartWorkflowOperation(redemptionWorkflow, {
+    const startWorkflowOperation = new WithStartWorkflowOperation<typeof redemptionWorkflow>('redemptionWorkflow', {
       workflowId: `redemption-${redemptionId}`,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       args: [{ redemptionId, tokenId, webhookWaitMs: config.REDEMPTION_WEBHOOK_WAIT_MS, operatorWaitMs: config.REDEMPTION_OPERATOR_WAIT_MS }],

@@ -2,8 +2,6 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  defineSignal,
-  defineUpdate,
   patched,
   proxyActivities,
   proxyLocalActivities,
@@ -11,7 +9,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { IssuePlcInput, PlcActivities, PlcState } from '../activities/plc.ts';
+import type { PlcActivities, PlcState } from '../activities/plc.ts';
 import { failureType } from './failure-type.ts';
 import { businessStatusKey } from './search-attributes.ts';
 
@@ -32,12 +30,7 @@ const { expirePlc } = proxyActivities<PlcActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
 });
 
-export const issuePlcUpdate = defineUpdate<{ created: boolean; state: PlcState }, [IssuePlcInput]>('issuePlc');
-export const cancelPlcUpdate = defineUpdate<PlcState, []>('cancelPlc');
-/** Sent through the PLC status outbox (api/plc-status-dispatcher.ts) after a first hop moved the PLC from ISSUED to TRANSFERRED. */
-export const plcTransferredSignal = defineSignal<[{ chainLength: number }]>('plcTransferred');
-/** Sent by a redemption when it settles or fails, so that a due expiry is retried. */
-export const plcRedemptionFinishedSignal = defineSignal<[{ status: 'REDEEMED' | 'REVERTED' }]>('plcRedemptionFinished');
+import { cancelPlcUpdate, issuePlcUpdate, plcRedemptionFinishedSignal, plcTransferredSignal } from './plc-messages.ts';
 
 export interface PlcWorkflowInput {
   tokenId: string;

@@ -25,7 +25,8 @@ import {
   type ReconcileTool,
 } from '../src/reconciliation/tools.ts';
 import { paymentEventSignal } from './charge-signals.ts';
-import { redemptionWorkflow, transferEventSignal } from './redemption.ts';
+import { transferEventSignal } from './redemption-messages.ts';
+import { redemptionWorkflow } from './redemption.ts';
 import { bearerIdKey, businessStatusKey, referenceIdKey, tokenIdKey } from './search-attributes.ts';
 
 /**

@@ -1,5 +1,6 @@
-import { defineUpdate } from '@temporalio/workflow';
-import type { RetryPayoutResult } from '../activities/redemption.ts';
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { OpenRedemptionInput, RedemptionState, RetryPayoutResult } from '../activities/redemption.ts';
+import type { ReportedTransferStatus } from '../gateway/status.ts';
 
 /**
  * Messages of the redemption workflow (`redemption-<id>`) that the API sends without importing
@@ -18,5 +19,11 @@ export type RetrySettlementResult = RetryPayoutResult & {
   /** The redemption's status once the retry's step is over. */
   status: 'PENDING_PAYMENT' | 'SETTLED' | 'FAILED';
 };
+
+export const openRedemptionUpdate = defineUpdate<{ created: boolean; state: RedemptionState }, [OpenRedemptionInput]>('openRedemption');
+/** A transfer event from the gateway's webhook (delivered possibly late, twice or out of order). */
+export const transferEventSignal = defineSignal<[{ eventId: string; transferId: string; status: ReportedTransferStatus; failReason: string | null }]>(
+  'transferEvent',
+);
 
 export const retrySettlementUpdate = defineUpdate<RetrySettlementResult, [RetrySettlementRequest]>('retrySettlement');

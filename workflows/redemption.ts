@@ -3,8 +3,6 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  defineSignal,
-  defineUpdate,
   getExternalWorkflowHandle,
   patched,
   proxyActivities,
@@ -12,11 +10,11 @@ import {
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { OpenRedemptionInput, PayoutStatus, RedemptionActivities, RedemptionState, RetryPayoutResult } from '../activities/redemption.ts';
-import { isTransientPayoutRefusal, payoutOutcome, type ReportedTransferStatus } from '../gateway/status.ts';
+import type { PayoutStatus, RedemptionActivities, RedemptionState, RetryPayoutResult } from '../activities/redemption.ts';
+import { isTransientPayoutRefusal, payoutOutcome } from '../gateway/status.ts';
 import { failureType } from './failure-type.ts';
-import { retrySettlementUpdate, type RetrySettlementRequest, type RetrySettlementResult } from './redemption-messages.ts';
-import { plcRedemptionFinishedSignal } from './plc.ts';
+import { openRedemptionUpdate, retrySettlementUpdate, transferEventSignal, type RetrySettlementRequest, type RetrySettlementResult } from './redemption-messages.ts';
+import { plcRedemptionFinishedSignal } from './plc-messages.ts';
 import { businessStatusKey, referenceIdKey } from './search-attributes.ts';
 
 /**
@@ -56,13 +54,6 @@ const retryActivities = proxyActivities<RedemptionActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 5 },
 });
 
-export { retrySettlementUpdate };
-
-export const openRedemptionUpdate = defineUpdate<{ created: boolean; state: RedemptionState }, [OpenRedemptionInput]>('openRedemption');
-/** A transfer event from the gateway's webhook (delivered possibly late, twice or out of order). */
-export const transferEventSignal = defineSignal<[{ eventId: string; transferId: string; status: ReportedTransferStatus; failReason: string | null }]>(
-  'transferEvent',
-);
 
 export interface RedemptionWorkflowInput {
   redemptionId: string;

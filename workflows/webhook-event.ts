@@ -1,7 +1,7 @@
 import { ActivityFailure, getExternalWorkflowHandle, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.ts';
 import { paymentEventSignal } from './charge-signals.ts';
-import { transferEventSignal } from './redemption.ts';
+import { transferEventSignal } from './redemption-messages.ts';
 
 /**
  * Processing of one stored webhook (`webhook-<provider>-<event_id>`; the id makes a duplicate
@@ -43,7 +43,7 @@ export async function webhookEventWorkflow(input: { inboxId: string }): Promise<
     return 'DEAD';
   }
   // Since patch `webhook-gateway-word`, routing reads the transfer or payment back from the
-  // gateway (activities/gateway-word.ts); an event the gateway contradicts is recorded
+  // gateway (services/gateway-word.ts); an event the gateway contradicts is recorded
   // CONTRADICTED with the gateway's answer, whatever else happens to it. Histories recorded before
   // carry no contradiction and never reach the patch.
   const contradicted = route.contradiction !== undefined && patched('webhook-gateway-word');

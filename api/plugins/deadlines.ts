@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { withTemporalDeadline } from '../temporal.ts';
+import { withTemporalDeadline } from '../../services/temporal.ts';
 
 /**
  * Every Temporal call made while answering a request ends TEMPORAL_CALL_TIMEOUT_MS after the

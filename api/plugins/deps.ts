@@ -4,11 +4,11 @@ import fp from 'fastify-plugin';
 import type { Pool } from '../../db/pool.ts';
 import type { GatewayClient } from '../../gateway/index.ts';
 import type { Config } from '../../infra/config.ts';
-import type { SecurityService } from '../services/security.ts';
+import type { SecurityService } from '../../services/security.ts';
 import { pendingEligibilitySources } from '../../src/ops/canary.ts';
 import { createRealtimeBus, type RealtimeBus } from '../realtime.ts';
-import { createDashboards, type Dashboards } from '../services/dashboards.ts';
-import { createSettlementRetry, type SettlementRetry } from '../services/settlement-retry.ts';
+import { createDashboards, type Dashboards } from '../../services/dashboards.ts';
+import { createSettlementRetry, type SettlementRetry } from '../../services/settlement-retry.ts';
 import { createRedemptionService, type RedemptionService } from '../../services/redemption.ts';
 import { createTransferService, type TransferService } from '../../services/transfer.ts';
 
@@ -22,7 +22,7 @@ export interface AppDeps {
   pool: Pool;
   temporal: Client;
   gateway: GatewayClient;
-  /** The security operations (PIN, key backup): api/services/security.ts. */
+  /** The security operations (PIN, key backup): services/security.ts. */
   security: SecurityService;
 }
 

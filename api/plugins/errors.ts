@@ -5,7 +5,7 @@ import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { databaseOutageOf } from '../../db/pool.ts';
 import { DomainError, type ErrorCode } from '../../src/errors.ts';
-import { temporalOutageOf } from '../temporal.ts';
+import { temporalOutageOf } from '../../services/temporal.ts';
 import type { ErrorResponse, HttpValidationError } from '../schemas/common.ts';
 
 /**

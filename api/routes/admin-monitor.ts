@@ -5,7 +5,7 @@ import { listInboxEvents, type InboxEventRow } from '../../db/inbox-admin.ts';
 import { listOperations } from '../../db/operation-log.ts';
 import { listPenaltyLog } from '../../db/webhook-monitor.ts';
 import { guardEveryRoute } from '../plugins/auth.ts';
-import { createWebhookOperations, type InboxRepairOutcome } from '../services/webhook-operations.ts';
+import { createWebhookOperations, type InboxRepairOutcome } from '../../services/webhook-operations.ts';
 import { webhookRemovalRateLimit } from './redemption-webhooks.ts';
 import { adminErrors, errorResponse, monitorPageQuery, pageQuery } from '../schemas/common.ts';
 import { examplePubkeys } from '../schemas/examples.ts';

@@ -18,7 +18,7 @@ import { chainEntry, plcStatusResponse, plcStatusSchema, pubkeySchema, tokenIdPa
 import { redemptionResponse } from '../schemas/redemption.ts';
 import { toRedemptionResponse } from './redeem.ts';
 import { plcJsonSchema } from '../../src/protocol/index.ts';
-import { withTemporalDeadline } from '../temporal.ts';
+import { withTemporalDeadline } from '../../services/temporal.ts';
 
 const riskFlagResponse = z
   .object({

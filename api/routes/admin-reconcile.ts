@@ -33,7 +33,7 @@ import { businessStatusKey, ownerIdKey, referenceIdKey } from '../../workflows/s
 import { adminErrors, booleanQuery, errorResponse } from '../schemas/common.ts';
 import { entryItem } from '../schemas/ledger.ts';
 import { amountSchema, currencySchema, money, ownerIdSchema } from '../schemas/money.ts';
-import { withTemporalDeadline } from '../temporal.ts';
+import { withTemporalDeadline } from '../../services/temporal.ts';
 
 /**
  * Administration: the reconcile tools (interface spec, /api/v1/admin/reconcile/*). One route per

@@ -8,7 +8,8 @@ import { listPlcs } from '../../db/plcs.ts';
 import { toPlcStatus } from '../plc-views.ts';
 import { plcStatusSchema } from '../schemas/plc.ts';
 import { DomainError } from '../../src/errors.ts';
-import { depositLedgerKey, moneyModel } from '../../src/ledger/money-model.ts';
+import { depositLedgerKey } from '../../src/ledger/keys.ts';
+import { moneyModel } from '../../src/ledger/money-model.ts';
 import type { Currency } from '../../src/money/currency.ts';
 import { workflowIds } from '../../workflows/ids.ts';
 import { bookDepositUpdate, depositWorkflow } from '../../workflows/deposit.ts';
@@ -16,7 +17,7 @@ import { ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts
 import { adminErrors, errorResponse, pageQuery, standardErrors } from '../schemas/common.ts';
 import { balanceResponse, idempotencyKeyHeader, toBalanceResponse, toTransactionItem, transactionItem } from '../schemas/ledger.ts';
 import { amountInputSchema, currencySchema, ownerIdSchema, parseMoney } from '../schemas/money.ts';
-import { withDomainErrors } from '../temporal.ts';
+import { withDomainErrors } from '../../services/temporal.ts';
 
 const ownerParams = z.object({ owner_id: ownerIdSchema });
 const currencyQuery = z.object({ currency: currencySchema.default('BRL') });

@@ -22,7 +22,7 @@ import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
 import { money, parseMoney } from '../schemas/money.ts';
 import { deviceIdSchema } from '../schemas/plc.ts';
-import { withDomainErrors } from '../temporal.ts';
+import { withDomainErrors } from '../../services/temporal.ts';
 
 /**
  * The charge id is a name-based UUID (version 5, SHA-1, RFC 9562) of the client's

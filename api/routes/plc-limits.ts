@@ -19,7 +19,7 @@ import { adminErrors, errorResponse, standardErrors } from '../schemas/common.ts
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
 import { amountInputSchema, amountSchema, parseMoney } from '../schemas/money.ts';
 import { deviceIdSchema, pubkeySchema } from '../schemas/plc.ts';
-import { withDomainErrors } from '../temporal.ts';
+import { withDomainErrors } from '../../services/temporal.ts';
 
 /**
  * Progressive PLC limits (docs/limits-and-fees.md, "Progressive limits"): a device's limits, an

@@ -23,7 +23,8 @@ import {
   type Plc,
   type PlcJson,
 } from '../../src/protocol/index.ts';
-import { cancelPlcUpdate, issuePlcUpdate, plcWorkflow } from '../../workflows/plc.ts';
+import { cancelPlcUpdate, issuePlcUpdate } from '../../workflows/plc-messages.ts';
+import type { plcWorkflow } from '../../workflows/plc.ts';
 import { businessStatusKey, ownerIdKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { plcTaskQueueOf } from '../../infra/config.ts';
@@ -45,7 +46,7 @@ import {
   transferPlcRequest,
   transferPlcResponse,
 } from '../schemas/plc.ts';
-import { withDomainErrors } from '../temporal.ts';
+import { withDomainErrors } from '../../services/temporal.ts';
 
 const modifyHeaders = z.object({ 'x-device-id': deviceIdSchema, 'idempotency-key': idempotencyKeyHeader.optional() });
 const refusals = { 404: errorResponse, 409: errorResponse, 429: errorResponse, ...standardErrors };
@@ -106,7 +107,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       // The device's progressive limits (services/plc-limits.ts), enforced by plc_issue.
       const { limits } = await deviceLimits(pool, ceilings, issuerPubkey, deviceId);
       const workflowId = `plc-${tokenId}`;
-      const startWorkflowOperation = new WithStartWorkflowOperation(plcWorkflow, {
+      const startWorkflowOperation = new WithStartWorkflowOperation<typeof plcWorkflow>('plcWorkflow', {
         workflowId,
         // The PLC workflows' own task queue (docs/plc.md, "Task queues").
         taskQueue: plcTaskQueueOf(config),

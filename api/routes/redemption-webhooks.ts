@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { guardEveryRoute } from '../plugins/auth.ts';
-import { createWebhookOperations } from '../services/webhook-operations.ts';
+import { createWebhookOperations } from '../../services/webhook-operations.ts';
 import { adminErrors, errorResponse } from '../schemas/common.ts';
 import { backoffRemovedResponse, reactivateAllResponse, webhookHealthResponse, webhookIdParams, webhookView } from '../schemas/webhooks.ts';
 

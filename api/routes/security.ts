@@ -22,7 +22,7 @@ import {
   verifyPinRequest,
   verifyPinResponse,
 } from '../schemas/security.ts';
-import type { PinState } from '../services/security.ts';
+import type { PinState } from '../../services/security.ts';
 
 /**
  * What each route refuses on its own (docs/security.md, "Errors"); the plugins add the rest (429

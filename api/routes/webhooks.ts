@@ -6,8 +6,8 @@ import { z } from 'zod';
 import { finishInboxEvent, storeInboxEvent, type InboxRow } from '../../db/inbox.ts';
 import { recordWebhookAuthRefusal } from '../../db/webhook-monitor.ts';
 import { classifyGatewayWebhook, type TransferValidationAnswer } from '../../gateway/index.ts';
-import { decideTransferValidation } from '../../activities/gateway-word.ts';
-import { settledOnArrival } from '../../activities/webhooks.ts';
+import { decideTransferValidation } from '../../services/gateway-word.ts';
+import { settledOnArrival } from '../../services/webhook-intake.ts';
 import { DomainError } from '../../src/errors.ts';
 import { webhookEventWorkflow } from '../../workflows/webhook-event.ts';
 import { referenceIdKey } from '../../workflows/search-attributes.ts';
@@ -106,7 +106,7 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
 
   /**
    * A transfer validation (the gateway's authorization before it pays out), decided on the
-   * gateway's own copy of the transfer (activities/gateway-word.ts): the body is only a hint.
+   * gateway's own copy of the transfer (services/gateway-word.ts): the body is only a hint.
    */
   async function validateTransfer(request: FastifyRequest, authenticated: boolean): Promise<TransferValidationAnswer> {
     const classified = classifyGatewayWebhook(request.body);

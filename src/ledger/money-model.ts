@@ -74,14 +74,6 @@ interface Amount {
   amountMinor: bigint;
 }
 
-/**
- * The ledger idempotency key of an admin deposit: its Idempotency-Key, namespaced. The deposit
- * activity books under it and the deposit route looks a booking up by it.
- */
-export function depositLedgerKey(idempotencyKey: string): string {
-  return `deposit:${idempotencyKey}`;
-}
-
 export const moneyModel = {
   /** Cash-in expected: the world owes the owner, both sides PENDING. */
   chargeCreated: ({ ownerId, currency, amountMinor }: Amount & { ownerId: string }): Posting =>

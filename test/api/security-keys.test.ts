@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app.ts';
-import { createSecurityService } from '../../api/services/security.ts';
+import { createSecurityService } from '../../services/security.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
 import { signKeyOperation, type KeyOperationKind } from '../../src/protocol/auth-messages.ts';
 import { bytesToHex } from '../../src/protocol/bytes.ts';

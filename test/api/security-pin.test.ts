@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app.ts';
-import { createSecurityService } from '../../api/services/security.ts';
+import { createSecurityService } from '../../services/security.ts';
 import { loadConfig } from '../../infra/config.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldCounterDeltas, readCounters } from '../../db/ops-stats.ts';
 import type { Pool } from '../../db/pool.ts';
-import { createDashboards } from '../../api/services/dashboards.ts';
+import { createDashboards } from '../../services/dashboards.ts';
 import { pendingEligibilitySources } from '../../src/ops/canary.ts';
 import { settleLatencyBoundsMs } from '../../src/ops/settle-latency.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';

@@ -7,7 +7,7 @@ import { buildApp } from '../../api/app.ts';
 import { ensureAdminUser, type AdminRole } from '../../db/admin-users.ts';
 import { loadConfig, plcTaskQueueOf, type Config } from '../../infra/config.ts';
 import { hashPassword } from '../../infra/passwords.ts';
-import { createWorker, createWorkerPair, type CreateWorkerOptions, type WorkerPair } from '../../worker/create-worker.ts';
+import { createWorkerPair, type CreateWorkerOptions, type WorkerPair } from '../../worker/create-worker.ts';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { createGatewayClient } from '../../gateway/index.ts';
 import { pinResetMailFromConfig } from '../../activities/security.ts';

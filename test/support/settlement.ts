@@ -75,7 +75,7 @@ export async function startSettlementHarness(
     admin,
     async close() {
       // The worker first, while the gateway still answers: a webhook still being routed reads
-      // the gateway (activities/gateway-word.ts) and would otherwise retry against a closed port.
+      // the gateway (services/gateway-word.ts) and would otherwise retry against a closed port.
       await t.stopWorkers();
       await simulator.close();
       await t.close();

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { withDomainErrors } from '../../api/temporal.ts';
+import { withDomainErrors } from '../../services/temporal.ts';
 import { bookDepositUpdate, depositWorkflow } from '../../workflows/deposit.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { eventually, temporalCliJson } from '../support/temporal-cli.ts';

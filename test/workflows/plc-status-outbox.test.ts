@@ -4,6 +4,7 @@ import { pauseAfterPollMs, retryDelayMs, startPlcStatusDispatcher } from '../../
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
 import { waitFor } from '../support/wait.ts';
+import { redeemBody } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 
 /**
@@ -88,6 +89,23 @@ describe('PLC status outbox', () => {
     await pollOnce(t.temporal);
     expect(await outboxRow(tokenId)).toBeUndefined();
     expect(await eventually(async () => ((await listedAs(tokenId, 'TRANSFERRED')) === 1 ? 1 : undefined))).toBe(1);
+  });
+
+  it('hops first registered by a redemption queue TRANSFERRED too (one writer of hops), and one poll signals the workflow', async () => {
+    const [issuer, bearer] = [newWallet(), newWallet()];
+    await fund(issuer, '10.00');
+    const plc = issue(issuer, { amountMinor: 100n });
+    const tokenId = plc.commitment.tokenId;
+    expect((await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
+    expect(await outboxRow(tokenId)).toBeUndefined();
+    // The first hop reaches the server only with the redemption: the redemption's opening appends it.
+    const redeemed = await t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(hop(plc, issuer, bearer), bearer, 'bearer@example.com') });
+    expect(redeemed.statusCode).toBe(200);
+    expect(await outboxRow(tokenId)).toMatchObject({ status: 'TRANSFERRED', attempts: 0 });
+    const { temporal, signalled } = countingTemporal();
+    await pollOnce(temporal);
+    expect(signalled).toContain(`plc-${tokenId}`);
+    expect(await outboxRow(tokenId)).toBeUndefined();
   });
 
   it('a failed signal stays queued with its error and a backoff, then is delivered once due again', async () => {

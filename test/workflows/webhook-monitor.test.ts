@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { requestBackoffRemoval } from '../../activities/webhook-monitor.ts';
+import { requestBackoffRemoval } from '../../services/webhook-cooldown.ts';
 import { workflowIds } from '../../workflows/ids.ts';
 import { cooldownQuery, type BackoffRemovalResult } from '../../workflows/webhook-messages.ts';
 import { webhookMonitorWorkflow } from '../../workflows/webhook-monitor.ts';

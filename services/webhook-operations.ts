@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client } from '@temporalio/client';
-import { claimDeadEvents, inboxStats, listUnfinishedEvents, providerDiagnostics, recentEventsByEndpoint, type ClaimedInboxEvent, type InboxEventRow } from '../../db/inbox-admin.ts';
-import { finishOperation, operationCountsSince, startOperation } from '../../db/operation-log.ts';
-import { withTransaction, type Pool } from '../../db/pool.ts';
+import { claimDeadEvents, inboxStats, listUnfinishedEvents, providerDiagnostics, recentEventsByEndpoint, type ClaimedInboxEvent, type InboxEventRow } from '../db/inbox-admin.ts';
+import { finishOperation, operationCountsSince, startOperation } from '../db/operation-log.ts';
+import { withTransaction, type Pool } from '../db/pool.ts';
 import {
   activeCooldowns,
   appendPenaltyLog,
@@ -11,15 +11,15 @@ import {
   penaltyCountsSince,
   webhookAuthRefusalsSince,
   type PenaltySource,
-} from '../../db/webhook-monitor.ts';
-import { needsRemoval, requestBackoffRemoval } from '../../activities/webhook-monitor.ts';
-import { gatewayFailureKind, isGatewayError, webhookEvents, type GatewayClient, type GatewayWebhook } from '../../gateway/index.ts';
-import { gatewayWebhookUrl, webhookAutoHealEnabled, type Config } from '../../infra/config.ts';
-import { DomainError } from '../../src/errors.ts';
-import { workflowIds } from '../../workflows/ids.ts';
-import { referenceIdKey } from '../../workflows/search-attributes.ts';
-import type { BackoffRemovalResult, WebhookMonitorInput, WebhookMonitorReport } from '../../workflows/webhook-messages.ts';
-import { toDomainError, withTemporalDeadline } from '../temporal.ts';
+} from '../db/webhook-monitor.ts';
+import { needsRemoval, requestBackoffRemoval } from './webhook-cooldown.ts';
+import { gatewayFailureKind, isGatewayError, webhookEvents, type GatewayClient, type GatewayWebhook } from '../gateway/index.ts';
+import { gatewayWebhookUrl, webhookAutoHealEnabled, type Config } from '../infra/config.ts';
+import { DomainError } from '../src/errors.ts';
+import { workflowIds } from '../workflows/ids.ts';
+import { referenceIdKey } from '../workflows/search-attributes.ts';
+import type { BackoffRemovalResult, WebhookMonitorInput, WebhookMonitorReport } from '../workflows/webhook-messages.ts';
+import { toDomainError, withTemporalDeadline } from './temporal.ts';
 
 /**
  * The gateway's webhooks and our inbox as operators run them (docs/settlement.md, "Operators"):

@@ -26,7 +26,7 @@ async function errorOf(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
-describe('ledger_post v3', () => {
+describe('ledger_post: a replay is the same legs in any order and either form (JSON or arrays), under any hash version; tx_type is the money model', () => {
   it('replays a retry that lists the same legs in another order', async () => {
     const key = `test:${randomUUID()}`;
     const posting = moneyModel.plcIssued({ issuerId: 'carol', currency: 'BRL', amountMinor: 100n });

@@ -1,11 +1,11 @@
-import { latestLedgerCheck, readCounters, readDailyCounters, type CounterRow } from '../../db/ops-stats.ts';
-import type { Pool } from '../../db/pool.ts';
-import { queueStats } from '../../db/queue-stats.ts';
-import { getFlag, listFlags, toFlagConfig } from '../../db/feature-flags.ts';
-import { currencies, formatAmount, type Currency } from '../../src/money/currency.ts';
-import { evaluateFlag, truncateIdentifier, type EligibilitySources, type FlagEvaluation } from '../../src/ops/canary.ts';
-import { acquisitionPeriods, lastDays, type AcquisitionPeriod } from '../../src/ops/days.ts';
-import { histogramQuantileMs, settleLatencyBucketCount } from '../../src/ops/settle-latency.ts';
+import { latestLedgerCheck, readCounters, readDailyCounters, type CounterRow } from '../db/ops-stats.ts';
+import type { Pool } from '../db/pool.ts';
+import { queueStats } from '../db/queue-stats.ts';
+import { getFlag, listFlags, toFlagConfig } from '../db/feature-flags.ts';
+import { currencies, formatAmount, type Currency } from '../src/money/currency.ts';
+import { evaluateFlag, truncateIdentifier, type EligibilitySources, type FlagEvaluation } from '../src/ops/canary.ts';
+import { acquisitionPeriods, lastDays, type AcquisitionPeriod } from '../src/ops/days.ts';
+import { histogramQuantileMs, settleLatencyBucketCount } from '../src/ops/settle-latency.ts';
 
 /**
  * The admin dashboards (docs/operations-console.md): `stats`, `canary/status`, `acquisition`.

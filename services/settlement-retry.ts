@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { Pool } from '../../db/pool.ts';
-import { finishRetry, getRedemption, insertRetry, type RedemptionRow } from '../../db/redemptions.ts';
-import type { Config } from '../../infra/config.ts';
-import { DomainError, isDomainError } from '../../src/errors.ts';
-import { retryability } from '../../src/settlement/retry.ts';
-import { workflowIds } from '../../workflows/ids.ts';
-import { redemptionWorkflow } from '../../workflows/redemption.ts';
-import { retrySettlementUpdate, type RetrySettlementResult } from '../../workflows/redemption-messages.ts';
-import { bearerIdKey, businessStatusKey, tokenIdKey } from '../../workflows/search-attributes.ts';
-import { withDomainErrors } from '../temporal.ts';
+import type { Pool } from '../db/pool.ts';
+import { finishRetry, getRedemption, insertRetry, type RedemptionRow } from '../db/redemptions.ts';
+import type { Config } from '../infra/config.ts';
+import { DomainError, isDomainError } from '../src/errors.ts';
+import { retryability } from '../src/settlement/retry.ts';
+import { workflowIds } from '../workflows/ids.ts';
+import { redemptionWorkflow } from '../workflows/redemption.ts';
+import { retrySettlementUpdate, type RetrySettlementResult } from '../workflows/redemption-messages.ts';
+import { bearerIdKey, businessStatusKey, tokenIdKey } from '../workflows/search-attributes.ts';
+import { withDomainErrors } from './temporal.ts';
 
 /**
  * An operator's retry of one settlement (docs/operations-console.md, "Retrying a settlement"):

@@ -14,7 +14,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe('ledger_post v2', () => {
+describe('ledger_post: a replay is the same references (NULLs included) under any hash version; verify finds a transaction without movements', () => {
   it('tells apart postings whose references differ only by where a NULL sits', async () => {
     const key = `test:${randomUUID()}`;
     const posting = moneyModel.deposit({ ownerId: 'alice', currency: 'BRL', amountMinor: 100n });

@@ -1,7 +1,7 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { findKeyBackup, listKeyBackups, lockKeyBackups, pruneKeyAuthorizations, recordKeyAuthorization, upsertKeyBackup } from '../../db/key-backups.ts';
-import { withTransaction, type Pool, type Queryable } from '../../db/pool.ts';
+import { findKeyBackup, listKeyBackups, lockKeyBackups, pruneKeyAuthorizations, recordKeyAuthorization, upsertKeyBackup } from '../db/key-backups.ts';
+import { withTransaction, type Pool, type Queryable } from '../db/pool.ts';
 import {
   findPinResetToken,
   findPinStatus,
@@ -14,19 +14,19 @@ import {
   type NewPinCredential,
   type PinCredentialRow,
   type PinStatusRow,
-} from '../../db/security-pins.ts';
-import type { Config } from '../../infra/config.ts';
-import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
-import { createPinHasher, type PinHasher } from '../../infra/pin-hasher.ts';
-import { DomainError } from '../../src/errors.ts';
-import { checkFreshness, keyOperationMessage, type KeyOperationKind } from '../../src/protocol/auth-messages.ts';
-import { hexToBytes, utf8 } from '../../src/protocol/bytes.ts';
-import type { SignatureVerifier } from '../../src/protocol/keys.ts';
-import { backupDevicesPerKeyMax, decideBackup } from '../../src/security/key-backup.ts';
-import { attemptsRemaining, isResetTokenShaped, lockoutScheduleMs, normalizeEmail, pinAttemptsMax } from '../../src/security/pin.ts';
-import type { pinResetEmailWorkflow } from '../../workflows/pin-reset-email.ts';
-import { workflowIds } from '../../workflows/ids.ts';
-import { ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
+} from '../db/security-pins.ts';
+import type { Config } from '../infra/config.ts';
+import { nodeVerifyEd25519 } from '../infra/ed25519-node.ts';
+import { createPinHasher, type PinHasher } from '../infra/pin-hasher.ts';
+import { DomainError } from '../src/errors.ts';
+import { checkFreshness, keyOperationMessage, type KeyOperationKind } from '../src/protocol/auth-messages.ts';
+import { hexToBytes, utf8 } from '../src/protocol/bytes.ts';
+import type { SignatureVerifier } from '../src/protocol/keys.ts';
+import { backupDevicesPerKeyMax, decideBackup } from '../src/security/key-backup.ts';
+import { attemptsRemaining, isResetTokenShaped, lockoutScheduleMs, normalizeEmail, pinAttemptsMax } from '../src/security/pin.ts';
+import type { pinResetEmailWorkflow } from '../workflows/pin-reset-email.ts';
+import { workflowIds } from '../workflows/ids.ts';
+import { ownerIdKey, referenceIdKey } from '../workflows/search-attributes.ts';
 
 /**
  * The spec's "Security (PIN and keys)" operations (docs/security.md): PIN registration,
