@@ -34,6 +34,7 @@ import { chargeRoutes } from './routes/charges.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { redemptionWebhookRoutes } from './routes/redemption-webhooks.ts';
 import { devRoutes } from './routes/dev.ts';
+import { adminB2bRoutes, b2bRoutes } from './routes/b2b.ts';
 import { securityRoutes } from './routes/security.ts';
 import { createSecurityService } from './services/security.ts';
 import { devEndpointsEnabled } from '../infra/config.ts';
@@ -136,6 +137,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   if (devEndpointsEnabled(options.deps.config)) await app.register(devRoutes, { prefix: '/api/v1/dev' });
   await app.register(adminReconcileRoutes, { prefix: '/api/v1/admin/reconcile' });
   await app.register(securityRoutes, { prefix: '/api/v1/security' });
+  await app.register(b2bRoutes, { prefix: '/api/v1/b2b' });
+  await app.register(adminB2bRoutes, { prefix: '/api/v1/admin/b2b' });
   await app.register(consoleRoutes, {});
 
   return app;

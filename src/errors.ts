@@ -79,6 +79,29 @@ export const errorCodes = [
   'REDEMPTION_FAILED_FINAL',
   'REDEMPTION_NOT_STALLED',
   'RETRY_NOT_SUPPORTED',
+  // Business customers and their API credentials (docs/b2b.md)
+  'TAX_ID_INVALID',
+  'B2B_CUSTOMER_NOT_FOUND',
+  'B2B_CUSTOMER_EXISTS',
+  'B2B_TRANSITION_INVALID',
+  'B2B_CUSTOMER_NOT_ACTIVE',
+  'API_KEY_NOT_FOUND',
+  'API_KEY_ALREADY_ROTATED',
+  'API_SCOPE_NOT_IN_PLAN',
+  // A signed request refused (docs/b2b.md, "Refusals"): 401 for the credential or the signature, 403 for the right
+  'API_SIGNATURE_MISSING',
+  'API_KEY_UNKNOWN',
+  'API_KEY_REVOKED',
+  'API_KEY_EXPIRED',
+  'API_TIMESTAMP_STALE',
+  'API_SIGNATURE_INVALID',
+  'API_NONCE_REPLAYED',
+  'API_SCOPE_MISSING',
+  // POS batch sync
+  'POS_BATCH_TOO_LARGE',
+  'POS_BATCH_CONFLICT',
+  'POS_BATCH_IN_PROGRESS',
+  'POS_DESTINATION_MISMATCH',
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];
