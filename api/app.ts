@@ -35,6 +35,7 @@ import { webhookRoutes } from './routes/webhooks.ts';
 import { redemptionWebhookRoutes } from './routes/redemption-webhooks.ts';
 import { devRoutes } from './routes/dev.ts';
 import { adminB2bRoutes, b2bRoutes } from './routes/b2b.ts';
+import { posRoutes } from './routes/pos.ts';
 import { securityRoutes } from './routes/security.ts';
 import { createSecurityService } from './services/security.ts';
 import { devEndpointsEnabled } from '../infra/config.ts';
@@ -139,6 +140,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(securityRoutes, { prefix: '/api/v1/security' });
   await app.register(b2bRoutes, { prefix: '/api/v1/b2b' });
   await app.register(adminB2bRoutes, { prefix: '/api/v1/admin/b2b' });
+  await app.register(posRoutes, { prefix: '/api/v1/pos' });
   await app.register(consoleRoutes, {});
 
   return app;

@@ -146,7 +146,7 @@ function collectResponses(route: RouteOptions, options: DocumentedResponsesOptio
   );
   add(422, 'The request failed validation (HTTPValidationError): each item names the field (`loc`) and its stable code (`type`); text PostgreSQL cannot store (a NUL, a lone surrogate) is refused as `text_contains_nul` or `text_lone_surrogate` (docs/errors.md).');
   if (methods.some((method) => bodyMethods.has(method))) {
-    add(frameworkStatusByCode.PAYLOAD_TOO_LARGE, `\`PAYLOAD_TOO_LARGE\`: the body is over ${options.bodyLimitBytes} bytes.`);
+    add(frameworkStatusByCode.PAYLOAD_TOO_LARGE, `\`PAYLOAD_TOO_LARGE\`: the body is over ${route.bodyLimit ?? options.bodyLimitBytes} bytes.`);
     add(frameworkStatusByCode.UNSUPPORTED_MEDIA_TYPE, '`UNSUPPORTED_MEDIA_TYPE`: a body that is not `application/json`.');
   }
   if (route.url.includes(':')) {
