@@ -21,6 +21,8 @@ import { adminRedemptionRoutes } from './routes/admin-redemptions.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { adminLedgerRoutes } from './routes/admin-ledger.ts';
 import { adminPlcRoutes } from './routes/admin-plc.ts';
+import { adminReputationRoutes } from './routes/admin-reputation.ts';
+import { adminPlcLimitRoutes, plcLimitRoutes } from './routes/plc-limits.ts';
 import { adminQueueRoutes } from './routes/admin-queues.ts';
 import { adminMonitorRoutes } from './routes/admin-monitor.ts';
 import { adminReconcileRoutes } from './routes/admin-reconcile.ts';
@@ -36,6 +38,7 @@ import { redemptionWebhookRoutes } from './routes/redemption-webhooks.ts';
 import { devRoutes } from './routes/dev.ts';
 import { adminB2bRoutes, b2bRoutes } from './routes/b2b.ts';
 import { posRoutes } from './routes/pos.ts';
+import { feeRoutes } from './routes/fees.ts';
 import { securityRoutes } from './routes/security.ts';
 import { createSecurityService } from './services/security.ts';
 import { devEndpointsEnabled } from '../infra/config.ts';
@@ -125,6 +128,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(adminLedgerRoutes, { prefix: '/api/v1/admin' });
   await app.register(plcRoutes, { prefix: '/api/v1' });
   await app.register(adminPlcRoutes, { prefix: '/api/v1/admin' });
+  await app.register(plcLimitRoutes, { prefix: '/api/v1' });
+  await app.register(adminPlcLimitRoutes, { prefix: '/api/v1/admin' });
+  await app.register(adminReputationRoutes, { prefix: '/api/v1/admin' });
   await app.register(adminQueueRoutes, { prefix: '/api/v1/admin' });
   await app.register(adminDashboardRoutes, { prefix: '/api/v1/admin' });
   await app.register(adminEventRoutes, { prefix: '/api/v1/admin' });
@@ -141,6 +147,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(b2bRoutes, { prefix: '/api/v1/b2b' });
   await app.register(adminB2bRoutes, { prefix: '/api/v1/admin/b2b' });
   await app.register(posRoutes, { prefix: '/api/v1/pos' });
+  await app.register(feeRoutes, { prefix: '/api/v1/fees' });
   await app.register(consoleRoutes, {});
 
   return app;

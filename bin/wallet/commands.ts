@@ -42,6 +42,7 @@ import { qrForTerminal, qrImageFormatOf, readQrImage, writeQrImage } from './qr.
 import { describeLife, holderState, renderPlc } from './format.ts';
 import { getJson, postJson, serverPaths } from './http.ts';
 import { pixKeyType } from '../../src/settlement/pix-key.ts';
+import { signFeeConsent } from '../../src/fees/consent.ts';
 import {
   deleteToken,
   findToken,
@@ -894,4 +895,50 @@ export async function reissueCommand(context: CommandContext, options: { readonl
   context.notice(`dropped ${options.token}; issuing its replacement`);
   const ttlHours = Math.round((old.expiresAtMs - old.createdAtMs) / 3_600_000);
   return issueAndRegister(context, wallet, { amountMinor: old.amountMinor, currency: old.currency as PlcCurrency, ttlHours }, server);
+}
+
+const feeScheduleAnswer = z.object({
+  version: z.number().int(),
+  current_version: z.number().int(),
+  description: z.string(),
+  rules: z.array(z.object({ rail: z.string(), tier: z.string().nullable(), fixed: z.string(), rate_bps: z.number(), min: z.string(), max: z.string().nullable() })),
+});
+const feeConsentAnswer = z.object({ schedule_version: z.number().int(), device_id: z.string(), consented_at: z.string(), created: z.boolean() });
+
+/**
+ * The server's current fee schedule (docs/limits-and-fees.md); with `consent`, this wallet's key
+ * signs its consent to that version and posts it: from then on its redemptions are charged by it.
+ */
+export async function feesCommand(context: CommandContext, options: { readonly server: string | undefined; readonly consent: boolean }): Promise<string> {
+  const wallet = loadWallet(context.dir);
+  const server = requireServer(wallet, options.server, 'fees');
+  const answer = await getJson(server, serverPaths.feeSchedule, { deviceId: wallet.deviceId });
+  const parsed = feeScheduleAnswer.safeParse(answer.body);
+  if (!answer.found || !parsed.success) throw new WalletError('server_refused', `${server} serves no fee schedule`);
+  const schedule = parsed.data;
+  const lines = [
+    `fee schedule version ${schedule.version}: ${schedule.description}`,
+    ...schedule.rules.map(
+      (rule) => `  ${rule.rail.padEnd(6)} ${(rule.tier ?? 'any tier').padEnd(9)} ${rule.fixed} + ${rule.rate_bps} bps, min ${rule.min}, max ${rule.max ?? 'none'}`,
+    ),
+  ];
+  if (!options.consent) return [...lines, 'consent with "wallet fees --consent" (a redemption with a fee is refused until then)'].join('\n');
+  const signed = signFeeConsent({ deviceId: wallet.deviceId, scheduleVersion: schedule.current_version, operationTimestampMs: context.nowMs() }, wallet.keyPair.secretKey);
+  const posted = await postJson(
+    server,
+    serverPaths.feeConsent,
+    {
+      public_key: bytesToHex(wallet.keyPair.publicKey),
+      schedule_version: signed.scheduleVersion,
+      device_id: signed.deviceId,
+      operation_timestamp: signed.operationTimestampMs,
+      device_signature: bytesToHex(signed.signature),
+    },
+    { deviceId: wallet.deviceId },
+  );
+  const consent = feeConsentAnswer.parse(posted.body);
+  return [
+    ...lines,
+    `${consent.created ? 'consented' : 'already consented'} to fee schedule version ${consent.schedule_version} at ${consent.consented_at}`,
+  ].join('\n');
 }

@@ -16,6 +16,7 @@ import {
   receiveCommand,
   registerCommand,
   redeemCommand,
+  feesCommand,
   reissueCommand,
   sendCommand,
   showCommand,
@@ -69,6 +70,8 @@ takes --server URL, or uses the server the wallet remembers (init --server, conf
   status --token ID [--server URL]       what the server knows of a PLC and of its redemption
   balance [--currency BRL] [--server URL]
                                          this wallet's account at the server
+  fees [--consent] [--server URL]        the server's fee schedule; --consent signs (and posts)
+                                         this key's consent to its current version
   vectors [--in FILE]                    check the protocol's test vectors with this program's code
   help                                   this text`;
 
@@ -92,6 +95,7 @@ const commandOptions: Record<string, readonly string[]> = {
   recover: ['server', 'passphrase-file', 'device-id'],
   status: ['token', 'server'],
   balance: ['currency', 'server'],
+  fees: ['server', 'consent'],
   vectors: ['in'],
   help: [],
 };
@@ -134,6 +138,7 @@ async function run(argv: readonly string[]): Promise<string> {
         image: { type: 'string' },
         qr: { type: 'boolean' },
         offline: { type: 'boolean' },
+        consent: { type: 'boolean' },
         'forget-server': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -220,6 +225,8 @@ async function run(argv: readonly string[]): Promise<string> {
       return statusCommand(context, { token: required(values, 'token'), server: optional(values, 'server') });
     case 'balance':
       return balanceCommand(context, { server: optional(values, 'server'), currency: optional(values, 'currency') });
+    case 'fees':
+      return feesCommand(context, { server: optional(values, 'server'), consent: values.consent === true });
     case 'vectors':
       return vectorsCommand({ file: optional(values, 'in') });
     default:
