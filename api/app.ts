@@ -38,6 +38,8 @@ import { chargeRoutes } from './routes/charges.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { redemptionWebhookRoutes } from './routes/redemption-webhooks.ts';
 import { devRoutes } from './routes/dev.ts';
+import { adminB2bRoutes, b2bRoutes } from './routes/b2b.ts';
+import { posRoutes } from './routes/pos.ts';
 import { feeRoutes } from './routes/fees.ts';
 import { securityRoutes } from './routes/security.ts';
 import { createSecurityService } from '../services/security.ts';
@@ -176,6 +178,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   if (devEndpointsEnabled(options.deps.config)) await app.register(devRoutes, { prefix: '/api/v1/dev' });
   await app.register(adminReconcileRoutes, { prefix: '/api/v1/admin/reconcile' });
   await app.register(securityRoutes, { prefix: '/api/v1/security' });
+  await app.register(b2bRoutes, { prefix: '/api/v1/b2b' });
+  await app.register(adminB2bRoutes, { prefix: '/api/v1/admin/b2b' });
+  await app.register(posRoutes, { prefix: '/api/v1/pos' });
   await app.register(feeRoutes, { prefix: '/api/v1/fees' });
   await app.register(consoleRoutes, {});
 

@@ -23,7 +23,7 @@ export const routeExtensions: readonly RouteExtension[] = [
   {
     operation: '* /api/v1/dev/*',
     reason:
-      'developer simulation endpoints (named by the spec without paths): drive the gateway simulator so an integrator can test end to end without a real gateway; never registered in production',
+      'developer simulation endpoints (named by the spec without paths): drive the gateway simulator, fund an owner, make a PLC expire now, replay a stored webhook, so an integrator can test end to end without a real gateway or device (docs/b2b.md, "Developer endpoints"); never registered in production',
   },
   {
     operation: 'GET /api/v1/redemptions/{redemption_id}',
@@ -74,6 +74,60 @@ export const routeExtensions: readonly RouteExtension[] = [
     operation: 'POST /api/v1/admin/blocklist/{pubkey}/lift',
     reason:
       'an admin lifts a block with a reason, recorded with the entry, and the next list version leaves the key out (issue 21): a block is automatic on proof, its end is a human decision',
+  },
+  {
+    operation: 'GET /api/v1/b2b/plans',
+    reason:
+      'the spec names "B2B plans" without a path: the plans a business signs up for, from the one definition the B2B fee quote prices (src/b2b/plans.ts; docs/b2b.md)',
+  },
+  {
+    operation: 'POST /api/v1/b2b/signup',
+    reason: 'the spec names "B2B sign-up" without a path or payload: a business (legal name, CNPJ checked, contact e-mail, plan) asks to become a customer (docs/b2b.md)',
+  },
+  {
+    operation: 'GET /api/v1/b2b/customers/{customer_id}',
+    reason: 'the spec names "B2B status by id" without a path: the sign-up\'s state by its random id, the CNPJ truncated, readable before any credential exists (docs/b2b.md)',
+  },
+  {
+    operation: 'GET /api/v1/b2b/me',
+    reason: 'a signed request\'s own customer and credential: what an integrator calls first to check its signing, and how a terminal learns its scopes and expiry (docs/b2b.md)',
+  },
+  {
+    operation: 'POST /api/v1/b2b/credentials/rotate',
+    reason: 'credential rotation by the customer itself, signed with the key being replaced, which keeps working for a grace period so terminals switch one by one (issue 24; docs/b2b.md)',
+  },
+  {
+    operation: 'GET /api/v1/admin/b2b/customers',
+    reason: 'the admin\'s queue of sign-ups to review and list of business customers, bounded, by status: the spec\'s approve/suspend/block need a way to find whom to decide on',
+  },
+  {
+    operation: 'GET /api/v1/admin/b2b/customers/{customer_id}',
+    reason: 'the admin detail of a business customer: the full CNPJ (shown nowhere else), every recorded state change with its reason, and its credentials (never a secret)',
+  },
+  {
+    operation: 'POST /api/v1/admin/b2b/customers/{customer_id}/approve',
+    reason: 'the spec names "admin approve ... of B2B customers" without a path: PENDING_REVIEW or SUSPENDED -> ACTIVE with a reason, recorded; the first approval issues the API credential',
+  },
+  {
+    operation: 'POST /api/v1/admin/b2b/customers/{customer_id}/suspend',
+    reason: 'the spec names "admin ... suspend ... of B2B customers" without a path: ACTIVE -> SUSPENDED with a reason, recorded; its signed requests are refused until approved again',
+  },
+  {
+    operation: 'POST /api/v1/admin/b2b/customers/{customer_id}/block',
+    reason: 'the spec names "admin ... block of B2B customers" without a path: any state -> BLOCKED, final, with a reason, recorded; every credential revoked',
+  },
+  {
+    operation: 'POST /api/v1/admin/b2b/customers/{customer_id}/credentials',
+    reason: 'a further API credential for an active customer (another terminal or system), with a subset of its plan\'s scopes; the secret shown once',
+  },
+  {
+    operation: 'POST /api/v1/admin/b2b/credentials/{key_id}/revoke',
+    reason: 'revocation of one API credential at once (a stolen terminal), with a reason: the spec says stored credentials exist, issue 24 asks for their revocation',
+  },
+  {
+    operation: 'POST /api/v1/pos/sync',
+    reason:
+      'the spec names "a POS batch sync at /api/v1/pos/sync" without a payload: a point-of-sale terminal uploads the PLCs it took offline, each registered (and optionally redeemed) through the transfer and redemption paths, idempotent by batch id, signed with the customer\'s credential (docs/b2b.md)',
   },
 ];
 

@@ -20,7 +20,11 @@
  *     update runs one local activity inserting one row (bench/protocol/create-load.ts,
  *     bare-workflow.ts, bare-activity.ts).
  *
- * (b) and (c) run against a fresh database on BENCH_DATABASE_URL (default
+ * (d) POS batch sync: a signed batch of 500 one-hop registrations to POST /api/v1/pos/sync,
+ *     beside 500 others posted one by one to POST /api/v1/transfer/ (and from 16 clients), in
+ *     alternating rounds (bench/protocol/pos-batch.ts; docs/b2b.md).
+ *
+ * (b), (c) and (d) run against a fresh database on BENCH_DATABASE_URL (default
  * postgres://postgres@127.0.0.1:5432/postgres) and a Temporal dev server started here, both
  * removed at the end (bench/protocol/services.ts). Prints the machine, progress lines, a table
  * against the targets and the CPU each process spent per request (where the time goes).
@@ -45,6 +49,7 @@ import type { groupCommitStats } from '../db/group-commit.ts';
 import { baselinePath, floorPath, startServices, type ApiProcess, type BenchServices } from './protocol/services.ts';
 import type { ApiCpu } from './protocol/api-process.ts';
 import { prepareTransfer, runLoad, type Entry, type LoadRun, type PreparedTransfer } from './protocol/transfer-load.ts';
+import { runPosBatchPart, type PosBatchRound } from './protocol/pos-batch.ts';
 import { formatNumber, formatTable, machineInfo } from './support/report.ts';
 import { percentile } from './support/stats.ts';
 import { describeWorkflowThreadGuard } from '../worker/workflow-thread-guard.ts';
@@ -75,11 +80,15 @@ const { values: args } = parseArgs({
     'worker-cache': { type: 'string' },
     'metrics-ab': { type: 'boolean', default: false },
     'chain-memo': { type: 'string' },
+    'pos-items': { type: 'string', default: '500' },
+    'pos-rounds': { type: 'string', default: '2' },
   },
   strict: true,
 });
 const parts = new Set(args.parts.split(',').map((part) => part.trim()));
-for (const part of parts) if (!['a', 'b', 'c', 'r'].includes(part)) throw new Error(`--parts takes a, b, c and r, got "${part}"`);
+for (const part of parts) if (!['a', 'b', 'c', 'd', 'r'].includes(part)) throw new Error(`--parts takes a, b, c, d and r, got "${part}"`);
+const posItems = positiveInt('pos-items', args['pos-items'], 500);
+const posRounds = positiveInt('pos-rounds', args['pos-rounds'], 20);
 const durationS = positiveInt('duration-s', args['duration-s'], 600);
 const warmupS = positiveInt('warmup-s', args['warmup-s'], 60);
 const connections = positiveInt('connections', args.connections, 256);
@@ -184,7 +193,7 @@ async function main(): Promise<void> {
       await admin.end();
     }
   } catch (error) {
-    if (parts.has('b') || parts.has('c')) throw error;
+    if (parts.has('b') || parts.has('c') || parts.has('d')) throw error;
   }
   log(`node ${process.version} (OpenSSL ${process.versions.openssl}), PostgreSQL ${postgresVersion}`);
 
@@ -203,8 +212,9 @@ async function main(): Promise<void> {
   const creates: CreateRun[] = [];
   let temporalCliVersion = '?';
   const outboxDrains: OutboxDrain[] = [];
+  let posRoundsRun: PosBatchRound[] = [];
   try {
-    if (parts.has('b') || parts.has('c') || parts.has('r')) {
+    if (parts.has('b') || parts.has('c') || parts.has('d') || parts.has('r')) {
       log('\nstarting PostgreSQL database, Temporal dev server, workers and the app');
       services = await startServices({ adminUrl, log, appPoolMax: Math.max(20, connections + 4), workerPoolMax: 20, statusYieldUtilization, workerCache, metricsAb, chainMemo });
       temporalCliVersion = commandVersion(services.temporalCli, ['--version']);
@@ -372,6 +382,12 @@ async function main(): Promise<void> {
             );
           }
         }
+      }
+
+      if (parts.has('d')) {
+        log(`\n(d) POS batch sync: a signed batch of ${posItems} beside ${posItems} posted one by one to /api/v1/transfer/, ${posRounds} rounds`);
+        await quiet();
+        posRoundsRun = await runPosBatchPart({ services, issuers, wallets, items: posItems, rounds: posRounds, log });
       }
 
       const counts = await services.pool.query<{ plcs: bigint; transfers: bigint; bare: bigint; baseline: bigint }>(
@@ -574,6 +590,18 @@ async function main(): Promise<void> {
         checks.push(['(c) create p50 at 2 clients', `${ms(create.loop.latency.p50Ms)} ms`, `< ${targets.createP50MsAt2} ms`, verdict(create.loop.latency.p50Ms < targets.createP50MsAt2)]);
       }
     }
+  }
+
+  if (posRoundsRun.length > 0) {
+    log(`\n(d) POS batch sync vs one by one (${posItems} one-hop registrations each, wall time of the whole upload)`);
+    log(
+      formatTable(
+        ['round', 'batch items/s', 'one by one items/s', 'batch / one by one', '16 clients items/s'],
+        posRoundsRun.map((r) => [String(r.round), r.batchPerS.toFixed(0), r.singlesPerS.toFixed(0), `${(r.batchPerS / r.singlesPerS).toFixed(2)}x`, r.parallelPerS.toFixed(0)]),
+      ),
+    );
+    const slowest = Math.min(...posRoundsRun.map((r) => r.batchPerS / r.singlesPerS));
+    checks.push(['(d) batch / one by one, items/s (worst round)', `${slowest.toFixed(2)}x`, '> 1x', verdict(slowest > 1)]);
   }
 
   const cpuRows: string[][] = [];

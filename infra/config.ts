@@ -131,6 +131,17 @@ export const configSchema = z
     RATE_LIMIT_PLC_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
     RATE_LIMIT_TRANSFER_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),
     RATE_LIMIT_REDEEM_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(20),
+    /**
+     * Business customers (docs/b2b.md): the freshness window of a signed request's timestamp
+     * (either way; its nonce is kept as long), the grace period of a rotated credential, the
+     * requests per minute of one credential on the B2B and POS routes, sign-ups per minute per
+     * client address, and how long a POS batch left IN_PROGRESS (its run died) blocks its id.
+     */
+    API_SIGNATURE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(3600).default(300),
+    API_KEY_ROTATION_GRACE_SECONDS: z.coerce.number().int().min(0).max(30 * 86_400).default(86_400),
+    RATE_LIMIT_B2B_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(120),
+    RATE_LIMIT_B2B_SIGNUP_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(5),
+    POS_BATCH_STALE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(600),
     /** The PLC status outbox's dispatcher (api/plc-status-dispatcher.ts): pause between polls when idle, rows per poll. */
     PLC_STATUS_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(200),
     PLC_STATUS_BATCH: z.coerce.number().int().min(1).max(500).default(16),

@@ -43,6 +43,11 @@ export const redactedPaths = [
   '*.recovery_email',
   'device_signature',
   '*.device_signature',
+  // A business customer's CNPJ (docs/b2b.md) and the signed requests' signature headers.
+  'tax_id',
+  '*.tax_id',
+  'req.headers["x-plc-signature"]',
+  'headers["x-plc-signature"]',
 ];
 
 /**

@@ -5,6 +5,7 @@ import { frameworkStatusByCode, statusByCode } from './errors.ts';
 import { adminGuardErrorCodes, isAdminGuard } from './auth.ts';
 import { idempotencyErrorCodes, idempotencyOf, replayedHeaderName } from './idempotency.ts';
 import { deviceRateLimitKey } from '../device-id.ts';
+import { credentialRateLimitKey, isSignatureGuard, signatureErrorCodes } from '../api-signature.ts';
 import { errorResponse, httpValidationError } from '../schemas/common.ts';
 
 /**
@@ -87,7 +88,7 @@ function statusesOfCodes(codes: readonly (keyof typeof statusByCode)[]): number[
   return [...new Set(codes.map((code) => statusByCode[code]))];
 }
 
-function hooksOf(route: RouteOptions, name: 'onRequest' | 'preHandler'): unknown[] {
+function hooksOf(route: RouteOptions, name: 'onRequest' | 'preValidation' | 'preHandler'): unknown[] {
   const hooks = route[name];
   return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
 }
@@ -113,6 +114,19 @@ function rateLimitOf(route: RouteOptions): RateLimitConfig | undefined {
   return typeof limit === 'object' && limit !== null ? (limit as RateLimitConfig) : undefined;
 }
 
+/** What each refusal of the signature check means (docs/b2b.md, "Refusals"). */
+const signatureNotes: Record<(typeof signatureErrorCodes)[number], string> = {
+  API_SIGNATURE_MISSING: 'a signature header (`X-PLC-Key-Id`, `X-PLC-Timestamp`, `X-PLC-Nonce`, `X-PLC-Signature`) missing, repeated or malformed (`details.header`).',
+  API_KEY_UNKNOWN: 'no credential has this key id.',
+  API_TIMESTAMP_STALE: 'the timestamp is outside the freshness window.',
+  API_SIGNATURE_INVALID: 'the signature does not match the request under the credential.',
+  API_KEY_REVOKED: 'the credential was revoked.',
+  API_KEY_EXPIRED: 'the credential has expired (a rotated one after its grace period).',
+  API_NONCE_REPLAYED: 'the nonce was used before with this credential (a replay).',
+  B2B_CUSTOMER_NOT_ACTIVE: 'the customer is pending review, suspended or blocked.',
+  API_SCOPE_MISSING: 'the credential does not hold the scope this operation needs (`details.scope`).',
+};
+
 /** The notes and schemas for one route, keyed by status. */
 function collectResponses(route: RouteOptions, options: DocumentedResponsesOptions): Map<number, Collected> {
   const collected = new Map<number, Collected>();
@@ -132,7 +146,7 @@ function collectResponses(route: RouteOptions, options: DocumentedResponsesOptio
   );
   add(422, 'The request failed validation (HTTPValidationError): each item names the field (`loc`) and its stable code (`type`); text PostgreSQL cannot store (a NUL, a lone surrogate) is refused as `text_contains_nul` or `text_lone_surrogate` (docs/errors.md).');
   if (methods.some((method) => bodyMethods.has(method))) {
-    add(frameworkStatusByCode.PAYLOAD_TOO_LARGE, `\`PAYLOAD_TOO_LARGE\`: the body is over ${options.bodyLimitBytes} bytes.`);
+    add(frameworkStatusByCode.PAYLOAD_TOO_LARGE, `\`PAYLOAD_TOO_LARGE\`: the body is over ${route.bodyLimit ?? options.bodyLimitBytes} bytes.`);
     add(frameworkStatusByCode.UNSUPPORTED_MEDIA_TYPE, '`UNSUPPORTED_MEDIA_TYPE`: a body that is not `application/json`.');
   }
   if (route.url.includes(':')) {
@@ -149,12 +163,22 @@ function collectResponses(route: RouteOptions, options: DocumentedResponsesOptio
       );
     }
   }
+  if (hooksOf(route, 'preValidation').some(isSignatureGuard)) {
+    for (const code of signatureErrorCodes) {
+      add(statusByCode[code], `\`${code}\`: ${signatureNotes[code]}`);
+    }
+  }
   const rateLimit = rateLimitOf(route);
   if (rateLimit !== undefined) {
     const max = typeof rateLimit.max === 'number' ? `${rateLimit.max} requests` : 'its limit of requests';
     const windowS = typeof rateLimit.timeWindow === 'number' ? rateLimit.timeWindow / 1000 : 60;
     // The device routes key their limit by address and device (api/device-id.ts); the others by address.
-    const per = rateLimit.keyGenerator === deviceRateLimitKey ? 'this client address and device (`X-Device-ID`)' : 'this client address';
+    const per =
+      rateLimit.keyGenerator === deviceRateLimitKey
+        ? 'this client address and device (`X-Device-ID`)'
+        : rateLimit.keyGenerator === credentialRateLimitKey
+          ? 'this API credential (`X-PLC-Key-Id`)'
+          : 'this client address';
     add(statusByCode.RATE_LIMITED, `\`RATE_LIMITED\`: more than ${max} in ${windowS} s from ${per}; retry after \`Retry-After\` seconds.`, {
       'retry-after': { type: 'integer', description: 'Seconds until the limit lets a request through again.' },
     });

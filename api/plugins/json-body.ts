@@ -13,12 +13,20 @@ export function parseStrictJson(text: string): unknown {
   return parseExactJson(text);
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The body's text as received, before parsing: what a signed request's body hash covers (docs/b2b.md); undefined without a body. */
+    rawBody?: string;
+  }
+}
+
 export const jsonBodyPlugin = fp(
   async (app: FastifyInstance) => {
     // JSON only: no text/plain or other parsers that would hand a schema a string body.
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
       const text = typeof body === 'string' ? body : body.toString('utf8');
+      request.rawBody = text;
       if (text.trim() === '') {
         done(Object.assign(new Error('body is empty'), { statusCode: 422, code: 'FST_ERR_CTP_EMPTY_JSON_BODY' }), undefined);
         return;

@@ -111,6 +111,8 @@ export const openapiPlugin = fp<{ docsEnabled: boolean }>(
         components: {
           securitySchemes: {
             bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+            // The business customers' signed requests (docs/b2b.md): four headers, this one names the key.
+            apiSignature: { type: 'apiKey', in: 'header', name: 'X-PLC-Key-Id', description: 'A signed request: X-PLC-Key-Id, X-PLC-Timestamp, X-PLC-Nonce and X-PLC-Signature (HMAC-SHA256; docs/b2b.md).' },
           },
         },
       },

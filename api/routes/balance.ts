@@ -26,10 +26,39 @@ const depositRequest = z
   .strictObject({ owner_id: ownerIdSchema, amount: amountInputSchema, currency: currencySchema })
   .meta({ id: 'DepositRequest' });
 
+/**
+ * Books a deposit through the deposit workflow (`deposit-<idempotencyKey>`, update-with-start):
+ * the admin's deposit and the developer's fund (api/routes/dev.ts) share it. Answers the
+ * owner's balances after the booking.
+ */
+export async function bookDeposit(
+  app: FastifyInstance,
+  deposit: { idempotencyKey: string; ownerId: string; currency: Currency; amountMinor: bigint; requestedBy: string },
+) {
+  const { temporal, config } = app.deps;
+  const { idempotencyKey, ownerId } = deposit;
+  const startWorkflowOperation = new WithStartWorkflowOperation(depositWorkflow, {
+    workflowId: workflowIds.deposit(idempotencyKey),
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    args: [{ idempotencyKey, ownerId }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    typedSearchAttributes: [
+      { key: ownerIdKey, value: ownerId },
+      { key: referenceIdKey, value: idempotencyKey },
+    ],
+  });
+  return withDomainErrors(() =>
+    temporal.workflow.executeUpdateWithStart(bookDepositUpdate, {
+      args: [{ idempotencyKey, ownerId, currency: deposit.currency, amountMinor: deposit.amountMinor.toString(), requestedBy: deposit.requestedBy }],
+      startWorkflowOperation,
+    }),
+  );
+}
+
 /** The spec's Balance section: balances, deposit (admin), an owner's transactions. */
 export async function balanceRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
-  const { pool, temporal, config } = app.deps;
+  const { pool } = app.deps;
 
   /**
    * Whether the deposit under this Idempotency-Key is booked already: true when it is, with the
@@ -102,22 +131,7 @@ export async function balanceRoutes(app: FastifyInstance): Promise<void> {
         const [account, balances] = await Promise.all([findAccount(pool, ownerId), getBalances(pool, ownerId, currency)]);
         return toBalanceResponse(ownerId, currency, balances, account?.status ?? 'ACTIVE');
       }
-      const startWorkflowOperation = new WithStartWorkflowOperation(depositWorkflow, {
-        workflowId: workflowIds.deposit(idempotencyKey),
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        args: [{ idempotencyKey, ownerId }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: [
-          { key: ownerIdKey, value: ownerId },
-          { key: referenceIdKey, value: idempotencyKey },
-        ],
-      });
-      const result = await withDomainErrors(() =>
-        temporal.workflow.executeUpdateWithStart(bookDepositUpdate, {
-          args: [{ idempotencyKey, ownerId, currency, amountMinor: amountMinor.toString(), requestedBy: admin.username }],
-          startWorkflowOperation,
-        }),
-      );
+      const result = await bookDeposit(app, { idempotencyKey, ownerId, currency, amountMinor, requestedBy: admin.username });
       const account = await findAccount(pool, ownerId);
       return toBalanceResponse(
         ownerId,

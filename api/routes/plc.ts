@@ -59,7 +59,7 @@ function deviceOf(request: FastifyRequest): string {
 /** Rate limits keyed by client address and device id, counted in PostgreSQL (all replicas). */
 const rateLimit = deviceRateLimit;
 
-function parsePlc(json: PlcJson | undefined, transport: string | undefined): Plc {
+export function parsePlc(json: PlcJson | undefined, transport: string | undefined): Plc {
   try {
     if (json !== undefined) return plcFromJson(json);
     if (transport !== undefined) return decodeTransportText(transport);

@@ -102,6 +102,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
       RATE_LIMIT_PLC_PER_MINUTE: '1000000',
       RATE_LIMIT_TRANSFER_PER_MINUTE: '1000000',
       RATE_LIMIT_REDEEM_PER_MINUTE: '1000000',
+      RATE_LIMIT_B2B_PER_MINUTE: '1000000',
       PLC_DAILY_LIMIT_MINOR: String(10n ** 15n),
       // Idle, the dev server takes 40 status signals a second (it saturates near 45 workflow
       // tasks/s); the default 20 would make draining a run's first hops take twice as long.

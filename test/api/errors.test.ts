@@ -21,7 +21,7 @@ const page = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf
 /** `| \`CODE\` | 409 | ...` rows of the page's tables. */
 function documentedStatuses(): Map<string, number> {
   const rows = new Map<string, number>();
-  for (const match of page.matchAll(/^\| `([A-Z][A-Z_]+)` \| (\d{3}) \|/gm)) rows.set(match[1] as string, Number(match[2]));
+  for (const match of page.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \| (\d{3}) \|/gm)) rows.set(match[1] as string, Number(match[2]));
   return rows;
 }
 
