@@ -1,4 +1,12 @@
-import { classifyGatewayWebhookText, isFinalTransferStatus, paymentStatusByEvent, transferStatusByEvent, type GatewayWebhookClassification, type TransferStatus } from '../gateway/index.ts';
+import {
+  billPaymentStatusByEvent,
+  classifyGatewayWebhookText,
+  isFinalTransferStatus,
+  paymentStatusByEvent,
+  transferStatusByEvent,
+  type GatewayWebhookClassification,
+  type TransferStatus,
+} from '../gateway/index.ts';
 import { claimInboxEvent, finishInboxEvent, type InboxFinalStatus } from '../db/inbox.ts';
 import type { Pool } from '../db/pool.ts';
 import { workflowIds } from '../workflows/ids.ts';
@@ -44,10 +52,25 @@ function transferEventStatus(event: Extract<GatewayWebhookClassification, { kind
   return transferStatusByEvent[event.event] ?? event.transfer.status;
 }
 
-function noActionReason(event: GatewayWebhookClassification): string | undefined {
+function billPaymentEventStatus(event: Extract<GatewayWebhookClassification, { kind: 'bill_payment_event' }>): TransferStatus {
+  return billPaymentStatusByEvent[event.event] ?? event.billPayment.status;
+}
+
+/** A payout event of either rail: a Pix transfer's, or a bill payment's (a boleto redemption's payout). */
+function payoutEvent(event: GatewayWebhookClassification) {
   if (event.kind === 'transfer_event') {
-    const status = transferEventStatus(event);
-    return isFinalTransferStatus(status) ? undefined : `transfer ${event.transfer.id} is ${status}: only a final status acts`;
+    return { rail: 'pix' as const, what: 'transfer', payout: event.transfer, status: transferEventStatus(event), eventId: event.eventId };
+  }
+  if (event.kind === 'bill_payment_event') {
+    return { rail: 'boleto' as const, what: 'bill payment', payout: event.billPayment, status: billPaymentEventStatus(event), eventId: event.eventId };
+  }
+  return null;
+}
+
+function noActionReason(event: GatewayWebhookClassification): string | undefined {
+  const payout = payoutEvent(event);
+  if (payout !== null) {
+    return isFinalTransferStatus(payout.status) ? undefined : `${payout.what} ${payout.payout.id} is ${payout.status}: only a final status acts`;
   }
   if (event.kind === 'unknown') return event.reason;
   if (event.kind === 'transfer_validation') return `${event.kind} is answered synchronously`;
@@ -71,13 +94,16 @@ export function createWebhookActivities(deps: { pool: Pool; gateway: GatewayRead
       const event = classifyGatewayWebhookText(row.raw_body);
       const noAction = noActionReason(event);
       if (noAction !== undefined) return { kind: 'ignore', reason: noAction };
-      if (event.kind === 'transfer_event') {
+      const payout = payoutEvent(event);
+      if (payout !== null) {
         const verdict = await verifyTransferEvent(deps, {
           eventId: row.event_id,
           provider: row.provider,
-          transferId: event.transfer.id,
-          externalReference: event.transfer.externalReference,
-          status: transferEventStatus(event),
+          transferId: payout.payout.id,
+          externalReference: payout.payout.externalReference,
+          status: payout.status,
+          // Left out for a transfer, so that the recorded input of Pix events keeps its shape.
+          ...(payout.rail === 'boleto' ? { rail: payout.rail } : {}),
         });
         if (verdict.kind === 'no_redemption' || verdict.kind === 'not_its_transfer') return { kind: 'ignore', reason: verdict.reason };
         if (verdict.kind === 'contradicted') return { kind: 'ignore', reason: verdict.contradiction.reason, contradiction: verdict.contradiction };
@@ -86,7 +112,7 @@ export function createWebhookActivities(deps: { pool: Pool; gateway: GatewayRead
           workflowId: workflowIds.redemption(verdict.redemption.id),
           signal: 'transferEvent',
           payload: {
-            eventId: event.eventId,
+            eventId: payout.eventId,
             transferId: verdict.transfer.id,
             // The gateway's word, not the event's.
             status: verdict.transfer.status,

@@ -10,6 +10,7 @@ export type { GatewayErrorDetail, GatewayFailureKind } from './errors.ts';
 export { formatWireDecimal, minorFromWireValue, wireAmountMinorMax, wireValueFromMinor } from './money.ts';
 export * from './types.ts';
 export {
+  billPaymentStatusByEvent,
   classifyGatewayWebhook,
   classifyGatewayWebhookText,
   isFailedPaymentStatus,

@@ -4,7 +4,7 @@
  * gateway's vocabulary (types.ts), so deterministic workflow code can use them without pulling the
  * client or zod into its bundle.
  */
-import type { PaymentEvent, PaymentStatus, TransferEvent, TransferStatus } from './types.ts';
+import type { BillPaymentEvent, BillPaymentStatus, PaymentEvent, PaymentStatus, TransferEvent, TransferStatus } from './types.ts';
 
 /**
  * Payment status ranks. A charge only ever moves to a higher rank; a webhook or a read that
@@ -103,6 +103,14 @@ export const transferStatusByEvent: Readonly<Record<TransferEvent, TransferStatu
   TRANSFER_CANCELLED: 'CANCELLED',
 };
 
+/** The status each bill payment event announces (the `bill` inside the event is the authority). */
+export const billPaymentStatusByEvent: Readonly<Record<BillPaymentEvent, BillPaymentStatus>> = {
+  BILL_PAYMENT_CREATED: 'PENDING',
+  BILL_PAYMENT_BANK_PROCESSING: 'BANK_PROCESSING',
+  BILL_PAYMENT_DONE: 'DONE',
+  BILL_PAYMENT_FAILED: 'FAILED',
+  BILL_PAYMENT_CANCELLED: 'CANCELLED',
+};
 
 /**
  * What a gateway status means for the money that waits on it, decided here once: `paid` (the
@@ -112,7 +120,7 @@ export const transferStatusByEvent: Readonly<Record<TransferEvent, TransferStatu
  */
 export type GatewayOutcome = 'paid' | 'failed' | 'open';
 
-/** A payout (transfer): DONE is paid; FAILED and CANCELLED are failed; PENDING, BANK_PROCESSING open. */
+/** A payout (a transfer or a bill payment, one vocabulary): DONE is paid; FAILED and CANCELLED are failed; PENDING, BANK_PROCESSING open. */
 export function payoutOutcome(status: string): GatewayOutcome {
   if (status === 'DONE') return 'paid';
   if (status === 'FAILED' || status === 'CANCELLED') return 'failed';

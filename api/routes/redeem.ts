@@ -23,7 +23,7 @@ import {
   type Plc,
   type RedeemAuthorization,
 } from '../../src/protocol/index.ts';
-import { pixKeyType } from '../../src/settlement/pix-key.ts';
+import { checkPayoutDestination } from '../../src/settlement/payout-destination.ts';
 import { openRedemptionUpdate, redemptionWorkflow } from '../../workflows/redemption.ts';
 import { bearerIdKey, businessStatusKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from '../chain-intake.ts';
@@ -79,15 +79,8 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
     await checkForkAgainstRegistered(pool, { tokenId: plc.commitment.tokenId, presented: plc.transferChain, route: field === 'plc' ? 'redeem' : 'settlements', deviceId });
     refuseRecordsFromTheFuture(plc, Date.now(), toleranceMs, field);
     if (authorization.tokenId !== plc.commitment.tokenId) throw new DomainError('PLC_MISMATCH', 'the authorisation names another PLC');
-    if (authorization.settlementRail !== 'pix') {
-      throw new DomainError('UNSUPPORTED_RAIL', 'payouts are made over Pix only', { field: 'authorization.settlement_rail' });
-    }
-    const destinationType = pixKeyType(authorization.destination);
-    if (destinationType === null) {
-      throw new DomainError('UNSUPPORTED_RAIL', 'the destination is not a valid Pix key (CPF, CNPJ, e-mail, +55 phone or random key)', {
-        field: 'authorization.destination',
-      });
-    }
+    // Where the payout goes: a Pix key, or a boleto's digitable line paid for the PLC's amount.
+    const payout = checkPayoutDestination(authorization, { amountMinor: plc.commitment.amountMinor, currency: plc.commitment.currency });
     // The library's check with Node's Ed25519 underneath, as for the chain (infra/ed25519-node.ts).
     if (!withSignatureVerifier(nodeVerifyEd25519, () => verifyRedeem(authorization))) {
       throw new DomainError('SIGNATURE_INVALID', 'the redeem signature does not verify', { field: 'authorization.signature' });
@@ -130,8 +123,9 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
             tokenId,
             bearerPubkey,
             headHash,
-            destination: authorization.destination,
-            destinationType,
+            rail: payout.rail,
+            destination: payout.destination,
+            destinationType: payout.destinationType,
             deviceId,
             feeMinor: '0',
             authorizationHash,
@@ -225,11 +219,16 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
         }
         const plc = parse(json, 'plc_payload');
         if (plc.commitment.tokenId !== request.body.plc_id) throw new DomainError('PLC_MISMATCH', 'plc_id is not the payload token id');
+        const { destination } = request.body;
+        const destinationText = 'pix_key' in destination ? destination.pix_key : destination.boleto_line;
+        if (('pix_key' in destination ? 'pix' : 'boleto') !== request.body.settlement_rail) {
+          throw new DomainError('UNSUPPORTED_RAIL', 'the destination does not fit the rail: pix_key for pix, boleto_line for boleto', { field: 'destination' });
+        }
         const authorization: RedeemAuthorization = {
           tokenId: request.body.plc_id,
           headHash: chainHeadHash(plc),
           settlementRail: request.body.settlement_rail,
-          destination: request.body.destination.pix_key,
+          destination: destinationText,
           timestampMs: request.body.timestamp_ms,
           bearerPublicKey: currentBearer(plc),
           signature: hexToBytes(request.body.bearer_signature, 64),
