@@ -205,6 +205,8 @@ export interface GatewayStateOptions {
   validationTimeoutMs: number;
   validationAttempts: number;
   autoSettle: boolean;
+  /** Fault injection: whether the bank refuses this bill payment (decided when it is processed). */
+  billPaymentFails?: () => boolean;
   /** Where changes are written; memory (nothing kept) by default. */
   store?: SimulatorStore;
   now?: () => Date;
@@ -637,12 +639,7 @@ export class GatewayState {
       if (bill.status !== 'PENDING' && bill.status !== 'BANK_PROCESSING') {
         throw new SimulatorApiError(400, 'invalid_action', `a ${bill.status} bill payment cannot fail`);
       }
-      bill.status = 'FAILED';
-      bill.failReason = reason.slice(0, 500);
-      this.#balanceMinor += bill.valueMinor + bill.feeMinor;
-      this.#save('billPayment', bill);
-      this.#saveBalance();
-      this.#emitBillPayment('BILL_PAYMENT_FAILED', bill);
+      this.#refuseBill(bill, reason);
       return billPaymentWire(bill);
     });
   }
@@ -789,8 +786,21 @@ export class GatewayState {
           this.#save('billPayment', bill);
           this.#emitBillPayment('BILL_PAYMENT_BANK_PROCESSING', bill);
         }
-        if (bill.status === 'BANK_PROCESSING' && this.#options.autoSettle) this.#payBill(bill);
+        if (bill.status !== 'BANK_PROCESSING') return;
+        if (this.#options.billPaymentFails?.() === true) this.#refuseBill(bill, 'the bank refused the bill payment (injected fault)');
+        else if (this.#options.autoSettle) this.#payBill(bill);
       });
+    });
+  }
+
+  #refuseBill(bill: BillPaymentRecord, reason: string): void {
+    bill.status = 'FAILED';
+    bill.failReason = reason.slice(0, 500);
+    this.#balanceMinor += bill.valueMinor + bill.feeMinor;
+    this.#store.atomically(() => {
+      this.#save('billPayment', bill);
+      this.#saveBalance();
+      this.#emitBillPayment('BILL_PAYMENT_FAILED', bill);
     });
   }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { createSimulator, type Simulator } from '../../simulator/app.ts';
+import { buildBoleto } from '../../simulator/documents.ts';
 import { freePort } from '../../infra/temporal-dev-server.ts';
 import {
   bytesToHex,
@@ -81,13 +82,23 @@ export async function startSettlementHarness(
   };
 }
 
-export function redeemBody(plc: Plc, bearer: TestWallet, pixKey: string, timestampMs: number = Date.now()) {
+export function redeemBody(plc: Plc, bearer: TestWallet, pixKey: string, timestampMs: number = Date.now(), rail: 'pix' | 'boleto' = 'pix') {
   if (bytesToHex(currentBearer(plc)) !== bearer.pubkey) throw new Error('redeemBody: not the bearer');
   const authorization = signRedeem(
-    { tokenId: plc.commitment.tokenId, headHash: chainHeadHash(plc), settlementRail: 'pix', destination: pixKey, timestampMs },
+    { tokenId: plc.commitment.tokenId, headHash: chainHeadHash(plc), settlementRail: rail, destination: pixKey, timestampMs },
     bearer.keys.secretKey,
   );
   return { plc: plcToJson(plc), authorization: redeemAuthorizationToJson(authorization) };
+}
+
+/** A redeem body paying the boleto whose digitable line (digits only) the bearer signs. */
+export function boletoRedeemBody(plc: Plc, bearer: TestWallet, line: string, timestampMs: number = Date.now()) {
+  return redeemBody(plc, bearer, line, timestampMs, 'boleto');
+}
+
+/** A valid bank slip's digitable line (47 digits) for this amount in centavos (0: the amount left open). */
+export function bankSlipLine(amountMinor: bigint, freeField: string = '1234567890123456789012345'): string {
+  return buildBoleto({ amountMinor, dueDate: '2026-12-31', freeField }).identificationField;
 }
 
 /** The protocol-level POST /api/v1/settlements body for the same redeem authorisation. */

@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { findViolations } from '../../db/ledger.ts';
+import { snapshotOf } from '../support/ledger.ts';
+import { bankSlipLine, boletoRedeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import type { Plc } from '../../src/protocol/index.ts';
+
+/**
+ * Boleto redemptions end to end (docs/settlement.md "Boleto payouts"): API -> redemption workflow
+ * -> gateway simulator (a bill payment, its BILL_PAYMENT_* webhooks, read back by the webhook's
+ * gateway word) -> settlement or reversal, with real Temporal and PostgreSQL.
+ */
+let h: SettlementHarness;
+const device = { 'x-device-id': 'device-e2e-boleto' };
+
+beforeAll(async () => {
+  h = await startSettlementHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function fund(wallet: TestWallet, amount: string) {
+  const response = await h.t.app.inject({
+    method: 'POST',
+    url: '/api/v1/balance/deposit',
+    headers: { ...h.admin, 'idempotency-key': randomUUID() },
+    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
+  });
+  expect(response.statusCode).toBe(200);
+}
+
+const balance = async (wallet: TestWallet) => (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${wallet.pubkey}` })).json();
+const redeem = (body: object) => h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: body });
+const bills = (redemptionId: string) => h.simulator.state.snapshot(500).billPayments.filter((bill) => bill.externalReference === redemptionId);
+
+async function issued(issuer: TestWallet, amountMinor: bigint): Promise<Plc> {
+  const plc = issue(issuer, { amountMinor });
+  const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
+  expect(response.statusCode).toBe(200);
+  return plc;
+}
+
+async function replay(workflowId: string): Promise<void> {
+  const history = await h.t.temporal.workflow.getHandle(workflowId).fetchHistory();
+  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
+}
+
+describe('boleto redemptions through the gateway', () => {
+  it('pays the boleto (a bill payment), settles and redeems the PLC, the ledger balanced', async () => {
+    const [a, b] = [newWallet(), newWallet()];
+    await fund(a, '100.00');
+    const plc0 = await issued(a, 4250n);
+    const plc1 = hop(plc0, a, b);
+    const line = bankSlipLine(4250n);
+    const worldBefore = await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE');
+    const balanceBefore = h.simulator.state.balanceMinor;
+    const response = await redeem(boletoRedeemBody(plc1, b, line));
+    expect(response.statusCode, response.body).toBe(200);
+    const opened = response.json();
+    expect(opened).toMatchObject({ status: 'PENDING_PAYMENT', amount: '42.50', rail: 'boleto', destination_masked: `************${line.slice(-4)}` });
+    const result = await h.t.temporal.workflow.getHandle(opened.workflow_id).result();
+    expect(result).toMatchObject({ status: 'SETTLED', state: { status: 'SETTLED' } });
+    const paid = bills(opened.redemption_id);
+    expect(paid).toHaveLength(1);
+    expect(paid[0]).toMatchObject({ status: 'DONE', identificationField: line, value: 42.5 });
+    expect(h.simulator.state.balanceMinor).toBe(balanceBefore - 4250n);
+    const followed = (await h.t.app.inject({ method: 'GET', url: opened.status_url })).json();
+    expect(followed).toMatchObject({ status: 'SETTLED', rail: 'boleto', gateway_status: 'DONE', gateway_transfer_id: paid[0]?.id });
+    expect((await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` })).json()).toMatchObject({ status: 'REDEEMED' });
+    expect(await balance(a)).toMatchObject({ available: '57.50', promised: '0.00' });
+    expect(await balance(b)).toMatchObject({ available: '0.00', pending: '0.00' });
+    expect(await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')).toBe(worldBefore + 4250n);
+    expect(await findViolations(h.t.db.pool)).toEqual([]);
+    // The bill's DONE event went through the inbox and was verified against the gateway.
+    const event = await h.t.db.pool.query(`SELECT event_id FROM webhook_inbox WHERE event_type = 'BILL_PAYMENT_DONE' AND raw_body::jsonb -> 'bill' ->> 'id' = $1`, [
+      paid[0]?.id,
+    ]);
+    expect(event.rows).toHaveLength(1);
+    expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.rows[0].event_id}`).result()).toBe('PROCESSED');
+    await replay(opened.workflow_id);
+  });
+
+  it('pays a boleto that leaves its amount open for the PLC amount', async () => {
+    const [a, b] = [newWallet(), newWallet()];
+    await fund(a, '10.00');
+    const plc1 = hop(await issued(a, 321n), a, b);
+    const response = await redeem(boletoRedeemBody(plc1, b, bankSlipLine(0n, '9999988888777776666655555')));
+    expect(response.statusCode, response.body).toBe(200);
+    expect(await h.t.temporal.workflow.getHandle(response.json().workflow_id).result()).toMatchObject({ status: 'SETTLED' });
+    expect(bills(response.json().redemption_id)).toMatchObject([{ status: 'DONE', value: 3.21 }]);
+  });
+
+  it('a bill payment the bank refuses fails the redemption and reverts the PLC, redeemable again', async () => {
+    const [a, b] = [newWallet(), newWallet()];
+    await fund(a, '10.00');
+    const plc0 = await issued(a, 300n);
+    const plc1 = hop(plc0, a, b);
+    const line = bankSlipLine(300n, '1111122222333334444455555');
+    const balanceBefore = h.simulator.state.balanceMinor;
+    h.simulator.faults.update({ billPaymentFailRate: 1 });
+    let opened;
+    try {
+      const response = await redeem(boletoRedeemBody(plc1, b, line));
+      expect(response.statusCode, response.body).toBe(200);
+      opened = response.json();
+      const result = await h.t.temporal.workflow.getHandle(opened.workflow_id).result();
+      expect(result).toMatchObject({ status: 'FAILED', state: { status: 'FAILED', gatewayStatus: 'FAILED' } });
+    } finally {
+      h.simulator.faults.update({ billPaymentFailRate: 0 });
+    }
+    expect(bills(opened.redemption_id)).toMatchObject([{ status: 'FAILED', failReason: expect.stringContaining('refused') }]);
+    // The account got the money back; the ledger reverted the PLC to its issuer's promise.
+    expect(h.simulator.state.balanceMinor).toBe(balanceBefore);
+    expect((await h.t.app.inject({ method: 'GET', url: opened.status_url })).json()).toMatchObject({ status: 'FAILED', rail: 'boleto' });
+    expect((await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` })).json()).toMatchObject({
+      status: 'TRANSFERRED',
+      redemption_in_flight: false,
+    });
+    expect(await balance(a)).toMatchObject({ available: '7.00', promised: '3.00' });
+    expect(await balance(b)).toMatchObject({ pending: '0.00' });
+    expect(await findViolations(h.t.db.pool)).toEqual([]);
+    await replay(opened.workflow_id);
+    // Redeemed again, with a newly signed authorisation: paid this time.
+    const again = await redeem(boletoRedeemBody(plc1, b, line));
+    expect(again.statusCode, again.body).toBe(200);
+    expect(await h.t.temporal.workflow.getHandle(again.json().workflow_id).result()).toMatchObject({ status: 'SETTLED' });
+    expect(await balance(a)).toMatchObject({ available: '7.00', promised: '0.00' });
+    expect(await findViolations(h.t.db.pool)).toEqual([]);
+  });
+});
