@@ -55,7 +55,7 @@ describe('boleto redemptions through the gateway', () => {
     const plc0 = await issued(a, 4250n);
     const plc1 = hop(plc0, a, b);
     const line = bankSlipLine(4250n);
-    const worldBefore = await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE');
+    const worldBefore = (await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')) ?? 0n;
     const balanceBefore = h.simulator.state.balanceMinor;
     const response = await redeem(boletoRedeemBody(plc1, b, line));
     expect(response.statusCode, response.body).toBe(200);
