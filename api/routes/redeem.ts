@@ -64,7 +64,7 @@ export function toRedemptionResponse(row: RedemptionRow) {
 
 const refusals = { 404: errorResponse, 409: errorResponse, 429: errorResponse, 503: errorResponse, ...standardErrors };
 
-/** Redemption: the bearer's payout of a PLC over Pix, and the admin's view of redemptions. */
+/** Redemption: the bearer's payout of a PLC (a Pix transfer, or the payment of a boleto), and the admin's view of redemptions. */
 export async function redeemRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
   const { pool, temporal, config } = app.deps;
@@ -160,9 +160,9 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags: ['redemption'],
-        summary: 'Redeem a PLC: the bearer is paid out over Pix; answers once the redemption is open (PENDING_PAYMENT)',
+        summary: "Redeem a PLC: the bearer is paid out over Pix, or the bearer's boleto is paid; answers once the redemption is open (PENDING_PAYMENT)",
         description:
-          "The current bearer presents the PLC with its full chain and a redeem authorisation it signed (token, chain head, rail, Pix destination, timestamp; docs/protocol.md). The chain is verified, the authorisation must be the bearer's and fresh, and the PLC must not be redeemed already through any fork of its chain. The redemption workflow (`redemption-<id>`) books the bearer's PENDING, answers with the redemption in PENDING_PAYMENT, then pays out over Pix through the gateway and settles (SETTLED, PLC REDEEMED) or reverts (FAILED) on the gateway's answer; follow it with `GET /api/v1/admin/redemptions` or in the Temporal UI. Refusals: 409 `PLC_ALREADY_REDEEMED`, `DOUBLE_SPEND_DETECTED`, `NOT_CURRENT_BEARER`, `PLC_NOT_REDEEMABLE`, `PLC_EXPIRED`; 422 `PLC_INVALID.<reason>`, `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`, `UNSUPPORTED_RAIL` (Pix only, a valid Pix key); 404 `PLC_NOT_FOUND`.",
+          "The current bearer presents the PLC with its full chain and a redeem authorisation it signed (token, chain head, rail, destination, timestamp; docs/protocol.md 9.2). Rail `pix`: the destination is a Pix key, paid by a Pix transfer. Rail `boleto`: the destination is a boleto's digitable line, digits only (47: bank slip, 48: collection slip), whose check digits must hold and whose written amount, if any, must be the PLC's (a bill is paid in full; a line with an open amount is paid the PLC's amount), paid by the gateway's bill payment; the PLC must be in BRL. The chain is verified, the authorisation must be the bearer's and fresh, and the PLC must not be redeemed already through any fork of its chain. The redemption workflow (`redemption-<id>`) books the bearer's PENDING, answers with the redemption in PENDING_PAYMENT, then pays out through the gateway and settles (SETTLED, PLC REDEEMED) or reverts (FAILED) on the gateway's answer; follow it at `status_url`. Refusals: 409 `PLC_ALREADY_REDEEMED`, `DOUBLE_SPEND_DETECTED`, `NOT_CURRENT_BEARER`, `PLC_NOT_REDEEMABLE`, `PLC_EXPIRED`; 422 `PLC_INVALID.<reason>`, `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`, `UNSUPPORTED_RAIL` (a rail other than pix and boleto, or a pix destination that is not a Pix key), `BOLETO_INVALID.<reason>` (not_digits, wrong_length, bad_check_digit, unsupported_currency, not_a_collection_slip, not_brl), `BOLETO_AMOUNT_MISMATCH`; 404 `PLC_NOT_FOUND`.",
         headers,
         body: redeemPlcRequest,
         requestExample: { body: { plc: examplePlcTransferred, authorization: exampleRedeemAuthorization } },
@@ -193,7 +193,7 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
         tags: ['redemption'],
         summary: 'Protocol-level redemption: plc_payload is the base64 PLC JSON; bearer_signature signs the redeem message',
         description:
-          'The same operation as `POST /api/v1/redeem/`, in the protocol\'s integrator shape: the PLC as base64 JSON, the redeem authorisation spelled out field by field (the bearer and chain head are those of the payload). Same checks, same answer, same Idempotency-Key scope.',
+          'The same operation as `POST /api/v1/redeem/`, in the protocol\'s integrator shape: the PLC as base64 JSON, the redeem authorisation spelled out field by field (the bearer and chain head are those of the payload); `destination` is `{pix_key}` for rail pix, `{boleto_line}` (the digitable line, digits only) for rail boleto (422 `UNSUPPORTED_RAIL` when it does not fit the rail). Same checks, same answer, same Idempotency-Key scope.',
         headers,
         body: settlementRequest,
         requestExample: {
