@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
+import { temporalCliJson } from '../support/temporal-cli.ts';
 import { snapshotOf } from '../support/ledger.ts';
 import { bankSlipLine, boletoRedeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
@@ -43,9 +46,14 @@ async function issued(issuer: TestWallet, amountMinor: bigint): Promise<Plc> {
   return plc;
 }
 
-async function replay(workflowId: string): Promise<void> {
+/** Replays a finished workflow's history against the current code and, on request, records it (test/workflows/histories). */
+async function replay(workflowId: string, name: string): Promise<void> {
   const history = await h.t.temporal.workflow.getHandle(workflowId).fetchHistory();
   await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
+  if (process.env.RECORD_HISTORIES === '1') {
+    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
+    writeFileSync(fileURLToPath(new URL(`../workflows/histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
+  }
 }
 
 describe('boleto redemptions through the gateway', () => {
@@ -80,7 +88,7 @@ describe('boleto redemptions through the gateway', () => {
     ]);
     expect(event.rows).toHaveLength(1);
     expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.rows[0].event_id}`).result()).toBe('PROCESSED');
-    await replay(opened.workflow_id);
+    await replay(opened.workflow_id, 'redemption-boleto-settled');
   });
 
   it('pays a boleto that leaves its amount open for the PLC amount', async () => {
@@ -122,7 +130,7 @@ describe('boleto redemptions through the gateway', () => {
     expect(await balance(a)).toMatchObject({ available: '7.00', promised: '3.00' });
     expect(await balance(b)).toMatchObject({ pending: '0.00' });
     expect(await findViolations(h.t.db.pool)).toEqual([]);
-    await replay(opened.workflow_id);
+    await replay(opened.workflow_id, 'redemption-boleto-failed');
     // Redeemed again, with a newly signed authorisation: paid this time.
     const again = await redeem(boletoRedeemBody(plc1, b, line));
     expect(again.statusCode, again.body).toBe(200);
