@@ -71,6 +71,10 @@ export default tseslint.config(
           patterns: [
             { group: ['fastify', 'fastify-*', '@fastify/*', '@temporalio/*', 'pg', 'pino'], message: 'src/ is the pure domain' },
             { group: ['../../api/*', '../../db/*', '../../activities/*', '../../workflows/*', '../../infra/*'], message: 'src/ depends on nothing outside it' },
+            {
+              group: ['../../gateway/*', '!../../gateway/status.ts', '!../../gateway/types.ts'],
+              message: "src/ uses only the gateway's pure vocabulary (status.ts, types.ts): what a gateway status means is decided there once",
+            },
           ],
         },
       ],

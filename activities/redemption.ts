@@ -1,7 +1,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { gatewayIdempotencyKey, isGatewayError, type GatewayClient } from '../gateway/index.ts';
-import { isTransientPayoutRefusal, payoutRefusalPrefix } from '../gateway/status.ts';
+import { isTransientPayoutRefusal, payoutOutcome, payoutRefusalPrefix } from '../gateway/status.ts';
 import type { Pool } from '../db/pool.ts';
 import { readRedemptionTransfer } from '../db/reconciliation-gateway.ts';
 import {
@@ -106,8 +106,9 @@ function toTransferRecord(record: KnownRecord): TransferRecord {
 }
 
 function classifyTransfer(status: string, failReason: string | null): PayoutStatus {
-  if (status === 'DONE') return { final: true, done: true, gatewayStatus: status, failReason: null };
-  if (status === 'FAILED' || status === 'CANCELLED') return { final: true, done: false, gatewayStatus: status, failReason: failReason ?? status };
+  const outcome = payoutOutcome(status);
+  if (outcome === 'paid') return { final: true, done: true, gatewayStatus: status, failReason: null };
+  if (outcome === 'failed') return { final: true, done: false, gatewayStatus: status, failReason: failReason ?? status };
   return { final: false, gatewayStatus: status };
 }
 

@@ -24,7 +24,7 @@ export type InboxRoute =
       kind: 'signal';
       workflowId: string;
       signal: 'transferEvent';
-      payload: { eventId: string; transferId: string; status: string; failReason: string | null };
+      payload: { eventId: string; transferId: string; status: TransferStatus; failReason: string | null };
       /** Set when the gateway contradicted the event: the signal carries the gateway's own final status. */
       contradiction?: Contradiction;
     }

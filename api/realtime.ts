@@ -79,9 +79,11 @@ export interface RealtimeBus {
   startPruning(): void;
   /**
    * Adds a subscriber from `after` (its Last-Event-ID) or from now (null). Resolves once it is
-   * caught up and live; the returned function removes it.
+   * caught up and live; the returned function removes it (`'slow'`: the subscriber's own
+   * connection found it does not read, e.g. at a heartbeat: dropped and counted like the bus's own
+   * finding).
    */
-  subscribe(subscriber: Subscriber, after: EventPosition | null): Promise<() => void>;
+  subscribe(subscriber: Subscriber, after: EventPosition | null): Promise<(reason?: 'slow') => void>;
   stats(): RealtimeStats;
   close(): Promise<void>;
 }
@@ -240,7 +242,7 @@ export function createRealtimeBus(options: RealtimeBusOptions): RealtimeBus {
       const entry: Entry = { subscriber, cursor: after ?? (cursor as EventPosition), live: after === null };
       entries.add(entry);
       if (!entry.live) await catchUp(entry);
-      return () => remove(entry, null);
+      return (reason) => remove(entry, reason ?? null);
     },
     stats() {
       return { subscribers: entries.size, dropped, cursor: cursor === null ? '-' : formatPosition(cursor), listening: listener !== null };

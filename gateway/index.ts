@@ -9,10 +9,10 @@ export { GatewayError, gatewayClientErrorCodes, gatewayFailureKind, isGatewayErr
 export type { GatewayErrorDetail, GatewayFailureKind } from './errors.ts';
 export { formatWireDecimal, minorFromWireValue, wireAmountMinorMax, wireValueFromMinor } from './money.ts';
 export * from './types.ts';
+export { classifyGatewayWebhook, classifyGatewayWebhookText, transferValidationAnswerSchema } from './webhooks.ts';
+export type { GatewayWebhookClassification, TransferValidationAnswer } from './webhooks.ts';
 export {
   billPaymentStatusByEvent,
-  classifyGatewayWebhook,
-  classifyGatewayWebhookText,
   isFailedPaymentStatus,
   isFinalPaymentStatus,
   isFinalTransferStatus,
@@ -30,7 +30,6 @@ export {
   transferStatusByEvent,
   transferStatusRank,
   transferStatusRanks,
-  transferValidationAnswerSchema,
-} from './webhooks.ts';
-export type { GatewayOutcome, GatewayWebhookClassification, TransferValidationAnswer } from './webhooks.ts';
+} from './status.ts';
+export type { GatewayOutcome, ReportedTransferStatus } from './status.ts';
 export { wireHeaders } from './wire.ts';

@@ -120,7 +120,23 @@ export const billPaymentStatusByEvent: Readonly<Record<BillPaymentEvent, BillPay
  */
 export type GatewayOutcome = 'paid' | 'failed' | 'open';
 
-/** A payout (a transfer or a bill payment, one vocabulary): DONE is paid; FAILED and CANCELLED are failed; PENDING, BANK_PROCESSING open. */
+/**
+ * A payout's status as this service reports it to the redemption's workflow: the gateway's own
+ * (`TransferStatus`), `NOT_CREATED` when no transfer exists yet, `UNKNOWN` when the gateway
+ * refused to say. Only the gateway's final statuses decide anything (`payoutOutcome`).
+ */
+export type ReportedTransferStatus = TransferStatus | 'NOT_CREATED' | 'UNKNOWN';
+
+/** `status` as a `ReportedTransferStatus`: a status this adapter does not know is `UNKNOWN` (open). */
+export function reportedTransferStatus(status: string): ReportedTransferStatus {
+  return Object.hasOwn(transferStatusRanks, status) || status === 'NOT_CREATED' ? (status as ReportedTransferStatus) : 'UNKNOWN';
+}
+
+/**
+ * A payout (a transfer, or a bill payment: one vocabulary): DONE is paid; FAILED and CANCELLED
+ * are failed; PENDING, BANK_PROCESSING open. The one place a payout status is judged: the redemption workflow (its webhook signal),
+ * its activities (the payout's creation and reads), the reconcile tools and the audit ask here.
+ */
 export function payoutOutcome(status: string): GatewayOutcome {
   if (status === 'DONE') return 'paid';
   if (status === 'FAILED' || status === 'CANCELLED') return 'failed';

@@ -185,27 +185,6 @@ function firstIssue(error: z.ZodError): string {
   return issue === undefined ? 'invalid' : `${issue.path.join('.') || '(root)'}: ${issue.message}`;
 }
 
-export {
-  billPaymentStatusByEvent,
-  isFailedPaymentStatus,
-  isFinalPaymentStatus,
-  isFinalTransferStatus,
-  isPaidPaymentStatus,
-  paymentEventContradicts,
-  paymentOutcome,
-  paymentStatusByEvent,
-  paymentStatusDecides,
-  paymentStatusRank,
-  paymentStatusRanks,
-  payoutEventContradicts,
-  payoutOutcome,
-  shouldApplyPaymentStatus,
-  shouldApplyTransferStatus,
-  transferStatusByEvent,
-  transferStatusRank,
-  transferStatusRanks,
-} from './status.ts';
-export type { GatewayOutcome } from './status.ts';
 
 /** Re-exported so a webhook sender (the simulator) can type its bodies against the same wire shapes. */
 export type { BillPaymentWire, PaymentWire, TransferWire };

@@ -10,6 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { reportedTransferStatus } from '../gateway/status.ts';
 import type { ReconciliationActivities } from '../activities/reconciliation.ts';
 import type { Dispatch, DispatchedHandover, Handover } from '../src/reconciliation/gateway.ts';
 import {
@@ -197,7 +198,7 @@ async function handOver(handover: Handover, input: ReconciliationWorkflowInput):
       await owner.signal(transferEventSignal, {
         eventId,
         transferId: handover.gatewayId ?? '',
-        status: handover.signalStatus,
+        status: reportedTransferStatus(handover.signalStatus),
         failReason: handover.failReason,
       });
     } else {

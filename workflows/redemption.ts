@@ -13,7 +13,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { OpenRedemptionInput, PayoutStatus, RedemptionActivities, RedemptionState, RetryPayoutResult } from '../activities/redemption.ts';
-import { isTransientPayoutRefusal } from '../gateway/status.ts';
+import { isTransientPayoutRefusal, payoutOutcome, type ReportedTransferStatus } from '../gateway/status.ts';
 import { failureType } from './failure-type.ts';
 import { retrySettlementUpdate, type RetrySettlementRequest, type RetrySettlementResult } from './redemption-messages.ts';
 import { plcRedemptionFinishedSignal } from './plc.ts';
@@ -60,7 +60,7 @@ export { retrySettlementUpdate };
 
 export const openRedemptionUpdate = defineUpdate<{ created: boolean; state: RedemptionState }, [OpenRedemptionInput]>('openRedemption');
 /** A transfer event from the gateway's webhook (delivered possibly late, twice or out of order). */
-export const transferEventSignal = defineSignal<[{ eventId: string; transferId: string; status: string; failReason: string | null }]>(
+export const transferEventSignal = defineSignal<[{ eventId: string; transferId: string; status: ReportedTransferStatus; failReason: string | null }]>(
   'transferEvent',
 );
 
@@ -138,10 +138,9 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
     // duplicated event never moves the outcome backwards.
     if (outcome !== undefined) return;
     if (retriesSupported && closedTransfers.has(event.transferId)) return;
-    if (event.status === 'DONE') outcome = { final: true, done: true, gatewayStatus: 'DONE', failReason: null };
-    else if (event.status === 'FAILED' || event.status === 'CANCELLED') {
-      outcome = { final: true, done: false, gatewayStatus: event.status, failReason: event.failReason ?? event.status };
-    }
+    const judged = payoutOutcome(event.status);
+    if (judged === 'paid') outcome = { final: true, done: true, gatewayStatus: event.status, failReason: null };
+    else if (judged === 'failed') outcome = { final: true, done: false, gatewayStatus: event.status, failReason: event.failReason ?? event.status };
   });
 
   setHandler(

@@ -9,6 +9,8 @@ import { pendingEligibilitySources } from '../../src/ops/canary.ts';
 import { createRealtimeBus, type RealtimeBus } from '../realtime.ts';
 import { createDashboards, type Dashboards } from '../services/dashboards.ts';
 import { createSettlementRetry, type SettlementRetry } from '../services/settlement-retry.ts';
+import { createRedemptionService, type RedemptionService } from '../../services/redemption.ts';
+import { createTransferService, type TransferService } from '../../services/transfer.ts';
 
 /**
  * The app's dependencies, handed in by whoever builds it (the server process or a test): the
@@ -32,11 +34,17 @@ export interface AppServices {
   dashboards: Dashboards;
   realtime: RealtimeBus;
   settlementRetry: SettlementRetry;
+  /** Registering transfer hops (one PLC's chain per call), with the process's chain memo: services/transfer.ts. */
+  transfers: TransferService;
+  /** Opening a redemption from a presented PLC and a redeem authorisation: services/redemption.ts. */
+  redemptions: RedemptionService;
 }
 
 export function createServices(deps: AppDeps, log: FastifyBaseLogger): AppServices {
   return {
     settlementRetry: createSettlementRetry(deps),
+    transfers: createTransferService(deps),
+    redemptions: createRedemptionService(deps),
     realtime: createRealtimeBus({
       pool: deps.pool,
       databaseUrl: deps.config.DATABASE_URL,

@@ -101,7 +101,7 @@ async function stream(app: FastifyInstance, request: FastifyRequest, reply: Fast
     });
   };
   let ended = false;
-  let unsubscribe: (() => void) | null = null;
+  let unsubscribe: ((reason?: 'slow') => void) | null = null;
   const timers: NodeJS.Timeout[] = [];
   const end = (how: 'end' | 'destroy', last?: string): void => {
     if (ended) return;
@@ -130,10 +130,11 @@ async function stream(app: FastifyInstance, request: FastifyRequest, reply: Fast
     },
   };
   const heartbeat = setInterval(() => {
-    if (!write(': heartbeat\n\n')) {
-      request.log.warn({ buffered_bytes: raw.writableLength, limit_bytes: limit }, 'realtime: a stream that does not read was dropped');
-      end('destroy');
-    }
+    if (write(': heartbeat\n\n')) return;
+    // Dropped through the bus when subscribed, so it is counted (and logged) like any slow drop.
+    if (unsubscribe !== null) return unsubscribe('slow');
+    request.log.warn({ buffered_bytes: raw.writableLength, limit_bytes: limit }, 'realtime: a stream that does not read was dropped');
+    end('destroy');
   }, config.REALTIME_HEARTBEAT_MS);
   timers.push(heartbeat);
   if (options.endAtMs !== null) {

@@ -3,15 +3,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { exampleCancelAuthorization, examplePlcIssued, examplePlcTransferred, examplePubkeys, exampleTokenId } from '../schemas/examples.ts';
-import { createTransferAppender, getPlc, getPlcWithChain, isUniqueViolation, listIssuerActive, listTransfers, type PendingAppend, type PlcHead, type PlcRow, type PlcWithChain } from '../../db/plcs.ts';
+import { getPlc, listIssuerActive, listTransfers } from '../../db/plcs.ts';
 import { DomainError } from '../../src/errors.ts';
 import { expiryDueAtMs } from '../../src/plc/lifecycle.ts';
-import { forkFindingOf } from '../../src/plc/fork-check.ts';
-import { decideRegistration } from '../../src/plc/register-transfers.ts';
 import { isAuthorizationUsed, recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
-import { checkForkAgainstRegistered, refuseFork } from '../../services/fork-check.ts';
 import {
-  bytesEqual,
   bytesToHex,
   cancelAuthorizationHash,
   cancelAuthorizationJsonSchema,
@@ -25,14 +21,12 @@ import {
   withSignatureVerifier,
   type Plc,
   type PlcJson,
-  type VerifiedPrefix,
 } from '../../src/protocol/index.ts';
 import { cancelPlcUpdate, issuePlcUpdate, plcWorkflow } from '../../workflows/plc.ts';
 import { businessStatusKey, ownerIdKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
-import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from '../chain-intake.ts';
+import { authorizationReplayed, verifyOrRefuse } from '../../services/chain-intake.ts';
 import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
-import { registeredChainOf, RegisteredChains, type RegisteredChain } from '../registered-chains.ts';
 import { toChainEntry, toPlcJson, toPlcStatus, toPlcStatusFromState } from '../plc-views.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
@@ -80,8 +74,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
   const { pool, temporal, config } = app.deps;
   const toleranceMs = config.CLOCK_TOLERANCE_MS;
-  const registeredChains = new RegisteredChains(config.PLC_CHAIN_MEMO_MAX);
-  const transferAppender = createTransferAppender(pool, { maxBatch: 64, inFlightMax: config.GROUP_COMMIT_IN_FLIGHT });
+  const { transfers } = app.services;
 
   /** `field`: where the PLC sits in the body (`plc`, or '' when it is the body), for the `loc` of a refusal. */
   async function createPlc(request: FastifyRequest, plcJson: PlcJson, field: string) {
@@ -146,7 +139,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       // the first attempt's, recorded in the workflow since: the current row is read instead.
       const issuedView = result.created ? toPlcStatusFromState(result.state) : null;
       if (issuedView !== null) {
-        registeredChains.rememberIssued({ tokenId, commitmentHash: plc.commitmentHash, issuerSignature: plc.issuerSignature, expiresAtMs: commitment.expiresAtMs });
+        transfers.rememberIssued(plc);
         return { ...issuedView, workflow_id: workflowId, issue_transaction_id: result.state.issueTxId, created: true };
       }
       const row = await getPlc(pool, tokenId);
@@ -375,119 +368,11 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       },
       config: { ...rateLimit('transfer', config.RATE_LIMIT_TRANSFER_PER_MINUTE), idempotency: { scope: 'transfer' } },
     },
-    async (request) => {
-        const plc = parsePlc(request.body.plc, request.body.transport);
-        const field = request.body.plc === undefined ? 'transport' : 'plc';
-        const tokenId = plc.commitment.tokenId;
-        const deviceId = deviceOf(request);
-
-        // The common case: this process registered the PLC's chain as it stood (its create or its
-        // last hop), so neither that read nor those signatures are needed again; the append's
-        // compare-and-set on the chain's length and head tells whether the PLC is still there.
-        const memo = registeredChains.get(tokenId);
-        if (memo !== undefined && memo.commitmentHash === bytesToHex(plc.commitmentHash)) {
-          verifyOrRefuse(plc, toleranceMs, field, memo.prefix);
-          const decision =
-            Date.now() > expiryDueAtMs(memo.expiresAtMs, toleranceMs)
-              ? null
-              : decideRegistration({ status: memo.status, redemptionInFlight: false }, memo.known, plc.transferChain, memo.knownRecords);
-          if (decision?.kind === 'extend') {
-            refuseRecordsFromTheFuture(plc, Date.now(), toleranceMs, field);
-            const head = await appendOrLose(
-              { read: { token_id: tokenId, status: memo.status, chain_length: memo.chainLength, head_hash: memo.headHash }, decision, deviceId },
-              memo,
-            );
-            if (head !== null) return transferAnswer(head, decision.records.length);
-          }
-          // Anything else (an older or equal chain, a fork, expiry, a PLC that moved on) is
-          // answered from the database.
-          registeredChains.forget(tokenId);
-        }
-
-        // Read, decide, then append only if the PLC is still as read; a registration that lost a
-        // race (another hop, a cancel, an expiry, a redemption) reads again and decides again.
-        for (let attempt = 1; ; attempt += 1) {
-          const stored = await getPlcWithChain(pool, tokenId);
-          // The records registered before were verified then: only what is new is verified again
-          // (same answer as a full verification, see VerifyOptions.verifiedPrefix).
-          const sameCommitment = stored !== null && bytesEqual(hexToBytes(stored.plc.commitment_hash, 32), plc.commitmentHash);
-          verifyOrRefuse(plc, toleranceMs, field, sameCommitment ? verifiedPrefixOf(stored) : undefined);
-          if (stored === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC: it must be created first');
-          if (!sameCommitment) throw new DomainError('PLC_MISMATCH', 'this PLC differs from the one registered under its token id');
-          // The fork check comes first: a fork is refused with its evidence and flagged whatever
-          // became of the PLC since (expired, redeemed, being redeemed).
-          await checkForkAgainstRegistered(pool, { tokenId, presented: plc.transferChain, route: 'transfer', deviceId }, stored.known);
-          refuseRecordsFromTheFuture(plc, Date.now(), toleranceMs, field);
-          const row = stored.plc;
-          if (Date.now() > expiryDueAtMs(Number(row.expires_at_ms), toleranceMs) && row.status !== 'REDEEMED') {
-            throw new DomainError('PLC_EXPIRED', 'the PLC has expired', { expires_at: row.expires_at.toISOString() });
-          }
-          const decision = decideRegistration({ status: row.status, redemptionInFlight: row.redemption_id !== null }, stored.known, plc.transferChain);
-          switch (decision.kind) {
-            case 'refuse':
-              throw new DomainError('PLC_NOT_TRANSFERABLE', `a ${row.status} PLC cannot be transferred`, {
-                status: row.status,
-                redemption_in_flight: row.redemption_id !== null,
-              });
-            case 'fork':
-              // checkForkAgainstRegistered refused it above, on the same registered chain.
-              return refuseFork(pool, forkFindingOf(tokenId, decision), { route: 'transfer', deviceId });
-            case 'unrelated':
-              throw new DomainError('PLC_MISMATCH', 'the presented chain does not continue the registered one', { position: decision.index });
-            case 'unchanged': {
-              const entry = registeredChainOf(row, stored.known);
-              if (entry !== null) registeredChains.remember(entry);
-              return transferAnswer(row, 0);
-            }
-            case 'extend':
-              break;
-          }
-          const head = await appendOrLose({ read: row, decision, deviceId }, registeredChainOf(row, stored.known));
-          if (head !== null) return transferAnswer(head, decision.records.length);
-          if (attempt >= appendAttemptsMax) {
-            throw new DomainError('CONFLICT', 'the PLC kept changing while this registration was decided; send it again', { token_id: tokenId });
-          }
-        }
-    },
+    async (request) =>
+      transfers.registerTransfers({
+        plc: parsePlc(request.body.plc, request.body.transport),
+        field: request.body.plc === undefined ? 'transport' : 'plc',
+        deviceId: deviceOf(request),
+      }),
   );
-
-  /**
-   * Appends (group-committed with the other registrations in flight); null when the PLC was not
-   * as read, or a competing registration took the same successor or nonce first. On success the
-   * chain as it now stands is remembered, from `before` (the state the decision was made on).
-   */
-  async function appendOrLose(pending: PendingAppend, before: RegisteredChain | null): Promise<PlcHead | null> {
-    let head: PlcHead | null;
-    try {
-      head = await transferAppender.append(pending);
-    } catch (error) {
-      // The one-successor or nonce constraint: a competing registration got in between.
-      if (!isUniqueViolation(error)) throw error;
-      head = null;
-    }
-    if (head === null) registeredChains.forget(pending.read.token_id);
-    else if (before !== null) registeredChains.rememberExtended(before, pending.decision.records, { chainLength: head.chain_length, headHash: head.head_hash });
-    return head;
-  }
-}
-
-/** Read-decide-append rounds before a registration that keeps losing races gives up (409). */
-const appendAttemptsMax = 5;
-
-function transferAnswer(plc: Pick<PlcRow, 'token_id' | 'status' | 'chain_length' | 'bearer_pubkey' | 'head_hash'>, appended: number) {
-  return {
-    token_id: plc.token_id,
-    status: plc.status,
-    chain_length: plc.chain_length,
-    bearer_pubkey: plc.bearer_pubkey,
-    head_hash: plc.head_hash,
-    appended,
-  };
-}
-
-function verifiedPrefixOf(stored: PlcWithChain): VerifiedPrefix {
-  return {
-    issuerSignature: hexToBytes(stored.plc.signature, 64),
-    records: stored.known.map((record) => ({ hash: hexToBytes(record.recordHash, 32), signature: hexToBytes(record.signature, 64) })),
-  };
 }

@@ -1,41 +1,25 @@
-import { randomUUID } from 'node:crypto';
-import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { examplePlcPayloadBase64, examplePlcTransferred, exampleRedeemAuthorization, exampleRedemptionId, exampleTokenId } from '../schemas/examples.ts';
 import { getRedemption, listRedemptions, type RedemptionRow } from '../../db/redemptions.ts';
-import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { DomainError } from '../../src/errors.ts';
-import { fromTransferRecord } from '../../src/plc/register-transfers.ts';
 import {
-  bytesToHex,
   chainHeadHash,
-  checkFreshness,
   currentBearer,
   hexToBytes,
   isProtocolError,
   plcFromJson,
   plcJsonSchema,
-  redeemAuthorizationHash,
-  verifyRedeem,
-  withSignatureVerifier,
   type Plc,
   type RedeemAuthorization,
 } from '../../src/protocol/index.ts';
-import { checkPayoutDestination } from '../../src/settlement/payout-destination.ts';
-import { openRedemptionUpdate, redemptionWorkflow } from '../../workflows/redemption.ts';
-import { bearerIdKey, businessStatusKey, tokenIdKey } from '../../workflows/search-attributes.ts';
-import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from '../chain-intake.ts';
-import { isAuthorizationUsed } from '../../db/used-authorizations.ts';
-import { checkForkAgainstRegistered } from '../../services/fork-check.ts';
 import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
 import { adminErrors, errorResponse, pageQuery, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
 import { money } from '../schemas/money.ts';
 import { deviceIdSchema } from '../schemas/plc.ts';
 import { redeemPlcRequest, redemptionResponse, redemptionStatusSchema, settlementRequest } from '../schemas/redemption.ts';
-import { withDomainErrors } from '../temporal.ts';
 
 function mask(destination: string): string {
   return destination.length <= 4 ? '****' : `${'*'.repeat(Math.min(destination.length - 4, 12))}${destination.slice(-4)}`;
@@ -67,79 +51,14 @@ const refusals = { 404: errorResponse, 409: errorResponse, 429: errorResponse, 5
 /** Redemption: the bearer's payout of a PLC (a Pix transfer, or the payment of a boleto), and the admin's view of redemptions. */
 export async function redeemRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
-  const { pool, temporal, config } = app.deps;
-  const toleranceMs = config.CLOCK_TOLERANCE_MS;
+  const { pool, config } = app.deps;
   const rateLimit = deviceRateLimit('redeem', config.RATE_LIMIT_REDEEM_PER_MINUTE);
 
-  async function redeem(request: FastifyRequest, plc: Plc, authorization: RedeemAuthorization, field: string) {
-    const deviceId = deviceIdOf(request) ?? '-';
-    verifyOrRefuse(plc, toleranceMs, field);
-    // The fork check first, as at every route that receives a chain: a fork is refused with its
-    // evidence and flagged whatever the PLC's state (being redeemed, REDEEMED, EXPIRED).
-    await checkForkAgainstRegistered(pool, { tokenId: plc.commitment.tokenId, presented: plc.transferChain, route: field === 'plc' ? 'redeem' : 'settlements', deviceId });
-    refuseRecordsFromTheFuture(plc, Date.now(), toleranceMs, field);
-    if (authorization.tokenId !== plc.commitment.tokenId) throw new DomainError('PLC_MISMATCH', 'the authorisation names another PLC');
-    // Where the payout goes: a Pix key, or a boleto's digitable line paid for the PLC's amount.
-    const payout = checkPayoutDestination(authorization, { amountMinor: plc.commitment.amountMinor, currency: plc.commitment.currency });
-    // The library's check with Node's Ed25519 underneath, as for the chain (infra/ed25519-node.ts).
-    if (!withSignatureVerifier(nodeVerifyEd25519, () => verifyRedeem(authorization))) {
-      throw new DomainError('SIGNATURE_INVALID', 'the redeem signature does not verify', { field: 'authorization.signature' });
-    }
-    if (!checkFreshness(authorization.timestampMs, Date.now(), toleranceMs).ok) {
-      throw new DomainError('AUTHORIZATION_STALE', `the authorisation must be signed within ${toleranceMs} ms of now`, {
-        field: 'authorization.timestamp_ms',
-      });
-    }
-    const bearerPubkey = bytesToHex(currentBearer(plc));
-    const headHash = bytesToHex(chainHeadHash(plc));
-    if (bytesToHex(authorization.bearerPublicKey) !== bearerPubkey || bytesToHex(authorization.headHash) !== headHash) {
-      throw new DomainError('NOT_CURRENT_BEARER', 'the authorisation is not signed by the bearer of the presented chain head', {
-        token_id: plc.commitment.tokenId,
-      });
-    }
-    // Each authorisation is accepted once (docs/protocol.md 9.4): a quick refusal here; the
-    // redemption's opening transaction records it and decides a race.
-    const authorizationHash = bytesToHex(redeemAuthorizationHash(authorization));
-    if (await isAuthorizationUsed(pool, authorizationHash)) throw authorizationReplayed();
-    const redemptionId = randomUUID();
-    const tokenId = plc.commitment.tokenId;
-    const workflowId = `redemption-${redemptionId}`;
-    const startWorkflowOperation = new WithStartWorkflowOperation(redemptionWorkflow, {
-      workflowId,
-      taskQueue: config.TEMPORAL_TASK_QUEUE,
-      args: [{ redemptionId, tokenId, webhookWaitMs: config.REDEMPTION_WEBHOOK_WAIT_MS, operatorWaitMs: config.REDEMPTION_OPERATOR_WAIT_MS }],
-      workflowIdConflictPolicy: 'FAIL',
-      typedSearchAttributes: [
-        { key: tokenIdKey, value: tokenId },
-        { key: bearerIdKey, value: bearerPubkey },
-        { key: businessStatusKey, value: 'OPENING' },
-      ],
-    });
-    await withDomainErrors(() =>
-      temporal.workflow.executeUpdateWithStart(openRedemptionUpdate, {
-        args: [
-          {
-            redemptionId,
-            tokenId,
-            bearerPubkey,
-            headHash,
-            rail: payout.rail,
-            destination: payout.destination,
-            destinationType: payout.destinationType,
-            deviceId,
-            feeMinor: '0',
-            authorizationHash,
-            signedAtMs: authorization.timestampMs,
-            presented: plc.transferChain.map(fromTransferRecord),
-            expiryGraceMs: toleranceMs,
-          },
-        ],
-        startWorkflowOperation,
-      }),
-    );
-    const row = await getRedemption(pool, redemptionId);
-    if (row === null) throw new Error(`redemption ${redemptionId} was opened but is not in the database`);
-    return toRedemptionResponse(row);
+  const { redemptions } = app.services;
+
+  async function redeem(request: FastifyRequest, plc: Plc, authorization: RedeemAuthorization, field: 'plc' | 'plc_payload') {
+    const route = field === 'plc' ? 'redeem' : 'settlements';
+    return toRedemptionResponse(await redemptions.openRedemption({ plc, authorization, field, route, deviceId: deviceIdOf(request) ?? '-' }));
   }
 
   function parse(json: unknown, field: string): Plc {

@@ -31,6 +31,7 @@ export {
   smallOrderPointEncodings,
   randomNonce,
   type KeyPair,
+  type SignatureVerifier,
 } from './keys.ts';
 export {
   createPlc,

@@ -1,3 +1,4 @@
+import { paymentOutcome, payoutOutcome, type GatewayOutcome } from '../../gateway/status.ts';
 import type { Currency } from '../money/currency.ts';
 
 /**
@@ -12,29 +13,23 @@ import type { Currency } from '../money/currency.ts';
 /** What the gateway's status means for the row waiting on it. */
 export type Verdict = 'SETTLE' | 'FAIL' | 'OPEN';
 
+const verdicts: Readonly<Record<GatewayOutcome, Verdict>> = { paid: 'SETTLE', failed: 'FAIL', open: 'OPEN' };
+
 /**
- * Transfer (payout) statuses, as in gateway/webhooks.ts: DONE is paid; FAILED and CANCELLED are
- * final failures (the redemption fails and the PLC is reverted); anything else is still open.
+ * A transfer (payout) status, as the gateway adapter judges it (`payoutOutcome`): DONE settles;
+ * FAILED and CANCELLED fail (the redemption fails and the PLC is reverted); anything else is open.
  */
 export function transferVerdict(status: string): Verdict {
-  if (status === 'DONE') return 'SETTLE';
-  if (status === 'FAILED' || status === 'CANCELLED') return 'FAIL';
-  return 'OPEN';
+  return verdicts[payoutOutcome(status)];
 }
 
-/** Paid payment statuses (gateway/webhooks.ts `isPaidPaymentStatus`). */
-export const paidPaymentStatuses = ['RECEIVED', 'CONFIRMED', 'RECEIVED_IN_CASH', 'DUNNING_RECEIVED'] as const;
 /**
- * Payment statuses that fail a charge (the spec's reconcile rule, OVERDUE or REFUNDED, plus
- * DELETED; gateway/webhooks.ts `isFailedPaymentStatus`). OVERDUE is not final at the gateway (a
- * Boleto can still be paid late), so whoever fails a charge on OVERDUE cancels it there first.
+ * A payment status, as the gateway adapter judges it (`paymentOutcome`): paid settles; OVERDUE,
+ * REFUNDED, DELETED fail (OVERDUE is not final at the gateway: a Boleto can still be paid late,
+ * so whoever fails a charge on OVERDUE cancels it there first); anything else is open.
  */
-export const failedPaymentStatuses = ['OVERDUE', 'REFUNDED', 'DELETED'] as const;
-
 export function paymentVerdict(status: string): Verdict {
-  if ((paidPaymentStatuses as readonly string[]).includes(status)) return 'SETTLE';
-  if ((failedPaymentStatuses as readonly string[]).includes(status)) return 'FAIL';
-  return 'OPEN';
+  return verdicts[paymentOutcome(status)];
 }
 
 /** A status this service gives a charge or a redemption whose gateway resource was never created. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RegisteredChains, registeredChainOf } from '../../api/registered-chains.ts';
+import { RegisteredChains, registeredChainOf } from '../../services/registered-chains.ts';
 import { fromTransferRecord } from '../../src/plc/register-transfers.ts';
 import { bytesToHex } from '../../src/protocol/index.ts';
 import { hop, issue, newWallet } from '../support/wallet.ts';

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { paymentStatuses, transferStatuses, type PaymentStatus, type TransferStatus } from '../../gateway/types.ts';
+import { classifyGatewayWebhook, classifyGatewayWebhookText, transferValidationAnswerSchema, type GatewayWebhookClassification } from '../../gateway/webhooks.ts';
 import {
-  classifyGatewayWebhook,
-  classifyGatewayWebhookText,
   isFailedPaymentStatus,
   isFinalPaymentStatus,
   isFinalTransferStatus,
@@ -17,9 +16,7 @@ import {
   shouldApplyPaymentStatus,
   shouldApplyTransferStatus,
   transferStatusByEvent,
-  transferValidationAnswerSchema,
-  type GatewayWebhookClassification,
-} from '../../gateway/webhooks.ts';
+} from '../../gateway/status.ts';
 import type { PaymentWire, TransferWire } from '../../gateway/wire.ts';
 
 const payment: PaymentWire = {

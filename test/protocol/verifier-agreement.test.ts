@@ -249,7 +249,15 @@ describe('node:crypto and noble verifiers agree', () => {
       { numRuns: 40 },
     );
     // The cofactorless equation holds for about one signature in eight of a mixed-order key:
-    // OpenSSL alone accepts those, libsodium too. The protocol refuses the key itself.
+    // OpenSSL alone accepts those, libsodium too. The protocol refuses the key itself. The random
+    // runs above may miss one (about 5% of runs), so fixed seeds look on until one is found: the
+    // signing is deterministic, and one in eight holds, so the first few seeds find it every time.
+    for (let seed = 1n; !opensslAcceptedSome && seed <= 200n; seed += 1n) {
+      const message = new Uint8Array([1, 2, 3, Number(seed % 256n)]);
+      const { publicKey, signature } = signWithTorsion(message, seed, torsion8, ed.Point.ZERO);
+      expectAgreement(signature, message, publicKey, false);
+      if (opensslAlone(signature, message, publicKey)) opensslAcceptedSome = true;
+    }
     expect(opensslAcceptedSome).toBe(true);
   });
 

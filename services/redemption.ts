@@ -1,0 +1,124 @@
+import { randomUUID } from 'node:crypto';
+import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import type { Pool } from '../db/pool.ts';
+import { getRedemption, type RedemptionRow } from '../db/redemptions.ts';
+import { isAuthorizationUsed } from '../db/used-authorizations.ts';
+import { nodeVerifyEd25519 } from '../infra/ed25519-node.ts';
+import { authorizeRedemption } from '../src/plc/authorize-redemption.ts';
+import { fromTransferRecord } from '../src/plc/register-transfers.ts';
+import type { Plc, RedeemAuthorization } from '../src/protocol/index.ts';
+import { openRedemptionUpdate, redemptionWorkflow } from '../workflows/redemption.ts';
+import { bearerIdKey, businessStatusKey, tokenIdKey } from '../workflows/search-attributes.ts';
+import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from './chain-intake.ts';
+import { checkForkAgainstRegistered, type ChainRoute } from './fork-check.ts';
+import { withDomainErrors } from './temporal-errors.ts';
+
+/**
+ * The redemption intake (docs/settlement.md): a bearer's signed redeem authorisation over a
+ * presented PLC is checked, and the redemption workflow (`redemption-<id>`) is started and asked
+ * to open it (book the bearer's PENDING). One call opens one redemption, from whichever route or
+ * batch received it: it needs no HTTP request, only what the caller read from one.
+ */
+
+export interface RedemptionServiceDeps {
+  pool: Pool;
+  temporal: Client;
+  config: {
+    CLOCK_TOLERANCE_MS: number;
+    TEMPORAL_TASK_QUEUE: string;
+    REDEMPTION_WEBHOOK_WAIT_MS: number;
+    REDEMPTION_OPERATOR_WAIT_MS: number;
+  };
+}
+
+export interface OpenRedemptionRequest {
+  /** The PLC as presented, parsed (its chain not yet verified). */
+  plc: Plc;
+  authorization: RedeemAuthorization;
+  /** Where the PLC sits in the caller's request (`plc`, `plc_payload`, `items.3.plc`), for the `loc` of a refusal. */
+  field: string;
+  /** Where the chain was received, kept in a fork's flag (`redeem`, `settlements`, ...). */
+  route: ChainRoute;
+  /** The presenting device's id ('-' when unknown), recorded with the redemption. */
+  deviceId: string;
+  /**
+   * The redemption's id (a UUID); a fresh random one when left out. A caller that retries one
+   * item under its own idempotency key can pass an id derived from it: a second open under the
+   * same id is refused by its workflow id, never booked twice.
+   */
+  redemptionId?: string;
+}
+
+export interface RedemptionService {
+  /**
+   * Checks the chain (verification, fork, record clocks) and the authorisation, then opens the
+   * redemption; answers the redemption as opened (PENDING_PAYMENT). Refuses with the domain's
+   * errors (409 `DOUBLE_SPEND_DETECTED`, `PLC_MISMATCH`, `NOT_CURRENT_BEARER`,
+   * `AUTHORIZATION_REPLAYED`, and what the opening refuses: `PLC_ALREADY_REDEEMED`,
+   * `PLC_NOT_REDEEMABLE`, `PLC_EXPIRED`, ...; 422 `PLC_INVALID`, `UNSUPPORTED_RAIL`,
+   * `BOLETO_INVALID`, `BOLETO_AMOUNT_MISMATCH`,
+   * `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`; 404 `PLC_NOT_FOUND`).
+   */
+  openRedemption(request: OpenRedemptionRequest): Promise<RedemptionRow>;
+}
+
+export function createRedemptionService(deps: RedemptionServiceDeps): RedemptionService {
+  const { pool, temporal, config } = deps;
+  const toleranceMs = config.CLOCK_TOLERANCE_MS;
+
+  async function openRedemption(request: OpenRedemptionRequest): Promise<RedemptionRow> {
+    const { plc, field, route, deviceId } = request;
+    verifyOrRefuse(plc, toleranceMs, field);
+    // The fork check first, as at every route that receives a chain: a fork is refused with its
+    // evidence and flagged whatever the PLC's state (being redeemed, REDEEMED, EXPIRED).
+    await checkForkAgainstRegistered(pool, { tokenId: plc.commitment.tokenId, presented: plc.transferChain, route, deviceId });
+    refuseRecordsFromTheFuture(plc, Date.now(), toleranceMs, field);
+    // The library's check with Node's Ed25519 underneath, as for the chain (infra/ed25519-node.ts).
+    const authorized = authorizeRedemption(plc, request.authorization, { nowMs: Date.now(), clockToleranceMs: toleranceMs, verifySignature: nodeVerifyEd25519 });
+    // Each authorisation is accepted once (docs/protocol.md 9.4): a quick refusal here; the
+    // redemption's opening transaction records it and decides a race.
+    if (await isAuthorizationUsed(pool, authorized.authorizationHash)) throw authorizationReplayed();
+    const redemptionId = request.redemptionId ?? randomUUID();
+    const { tokenId, bearerPubkey } = authorized;
+    const startWorkflowOperation = new WithStartWorkflowOperation(redemptionWorkflow, {
+      workflowId: `redemption-${redemptionId}`,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      args: [{ redemptionId, tokenId, webhookWaitMs: config.REDEMPTION_WEBHOOK_WAIT_MS, operatorWaitMs: config.REDEMPTION_OPERATOR_WAIT_MS }],
+      workflowIdConflictPolicy: 'FAIL',
+      typedSearchAttributes: [
+        { key: tokenIdKey, value: tokenId },
+        { key: bearerIdKey, value: bearerPubkey },
+        { key: businessStatusKey, value: 'OPENING' },
+      ],
+    });
+    await withDomainErrors(() =>
+      temporal.workflow.executeUpdateWithStart(openRedemptionUpdate, {
+        args: [
+          {
+            redemptionId,
+            tokenId,
+            bearerPubkey,
+            headHash: authorized.headHash,
+            rail: authorized.rail,
+            destination: authorized.destination,
+            destinationType: authorized.destinationType,
+            deviceId,
+            feeMinor: '0',
+            authorizationHash: authorized.authorizationHash,
+            signedAtMs: authorized.signedAtMs,
+            presented: plc.transferChain.map(fromTransferRecord),
+            expiryGraceMs: toleranceMs,
+          },
+        ],
+        startWorkflowOperation,
+      }),
+    );
+    // The update answers the redemption's state; the answer shows the row (destination, rail,
+    // dates), read once it is committed.
+    const row = await getRedemption(pool, redemptionId);
+    if (row === null) throw new Error(`redemption ${redemptionId} was opened but is not in the database`);
+    return row;
+  }
+
+  return { openRedemption };
+}

@@ -1,0 +1,196 @@
+import { createTransferAppender, getPlcWithChain, isUniqueViolation, type PendingAppend, type PlcHead, type PlcRow, type PlcWithChain } from '../db/plcs.ts';
+import type { Pool } from '../db/pool.ts';
+import { DomainError } from '../src/errors.ts';
+import { forkFindingOf } from '../src/plc/fork-check.ts';
+import { expiryDueAtMs, type PlcStatus } from '../src/plc/lifecycle.ts';
+import { decideRegistration } from '../src/plc/register-transfers.ts';
+import { bytesEqual, bytesToHex, hexToBytes, type Plc, type VerifiedPrefix } from '../src/protocol/index.ts';
+import { refuseRecordsFromTheFuture, verifyOrRefuse } from './chain-intake.ts';
+import { checkForkAgainstRegistered, refuseFork, type ChainRoute } from './fork-check.ts';
+import { registeredChainOf, RegisteredChains, type RegisteredChain } from './registered-chains.ts';
+
+/**
+ * The registration of transfer hops learnt offline (docs/plc.md, `POST /api/v1/transfer/`): the
+ * whole presented chain is verified, a fork is refused and flagged, and the records the server
+ * does not know yet are appended (group-committed with the other registrations in flight). One
+ * call registers one PLC's chain, from whichever route or batch received it: it needs no HTTP
+ * request, only what the caller read from one.
+ *
+ * The service keeps the process's memory of the chains it registered (services/registered-chains.ts),
+ * which lets a hop on a chain this process registered skip the read and the verification of what
+ * it registered before; the create route tells it of each PLC it issued (`rememberIssued`).
+ */
+
+export interface TransferServiceDeps {
+  pool: Pool;
+  config: {
+    CLOCK_TOLERANCE_MS: number;
+    PLC_CHAIN_MEMO_MAX: number;
+    GROUP_COMMIT_IN_FLIGHT: number;
+  };
+}
+
+export interface RegisterTransfersInput {
+  /** The PLC as presented, parsed (its chain not yet verified). */
+  plc: Plc;
+  /** Where the PLC sits in the caller's request (`plc`, `transport`, `items.3.plc`), for the `loc` of a refusal. */
+  field: string;
+  /** The presenting device's id ('-' when unknown): stored with each hop appended and in a fork's flag. */
+  deviceId: string;
+  /** Where the chain was received, kept in a fork's flag; default `transfer`. */
+  route?: ChainRoute;
+}
+
+/** The PLC after a registration, and how many hops it appended (0: the server knew the chain). */
+export interface TransferRegistration {
+  token_id: string;
+  status: PlcStatus;
+  chain_length: number;
+  bearer_pubkey: string;
+  head_hash: string;
+  appended: number;
+}
+
+export interface TransferService {
+  /**
+   * Registers the presented chain. Idempotent: a chain the server already has (or a prefix of
+   * it) appends nothing and answers `appended: 0`. Refuses with the domain's errors: 404
+   * `PLC_NOT_FOUND`, 409 `DOUBLE_SPEND_DETECTED` (flagged), `PLC_NOT_TRANSFERABLE`, `PLC_EXPIRED`,
+   * `PLC_MISMATCH`, `CONFLICT` (kept losing races), 422 `PLC_INVALID`.
+   */
+  registerTransfers(input: RegisterTransfersInput): Promise<TransferRegistration>;
+  /** A PLC this process just issued: its next hop needs no read. */
+  rememberIssued(plc: Plc): void;
+}
+
+/** Read-decide-append rounds before a registration that keeps losing races gives up (409). */
+const appendAttemptsMax = 5;
+
+export function createTransferService(deps: TransferServiceDeps): TransferService {
+  const { pool, config } = deps;
+  const toleranceMs = config.CLOCK_TOLERANCE_MS;
+  const registeredChains = new RegisteredChains(config.PLC_CHAIN_MEMO_MAX);
+  const transferAppender = createTransferAppender(pool, { maxBatch: 64, inFlightMax: config.GROUP_COMMIT_IN_FLIGHT });
+
+  /**
+   * Appends (group-committed with the other registrations in flight); null when the PLC was not
+   * as read, or a competing registration took the same successor or nonce first. On success the
+   * chain as it now stands is remembered, from `before` (the state the decision was made on).
+   */
+  async function appendOrLose(pending: PendingAppend, before: RegisteredChain | null): Promise<PlcHead | null> {
+    let head: PlcHead | null;
+    try {
+      head = await transferAppender.append(pending);
+    } catch (error) {
+      // The one-successor or nonce constraint: a competing registration got in between.
+      if (!isUniqueViolation(error)) throw error;
+      head = null;
+    }
+    if (head === null) registeredChains.forget(pending.read.token_id);
+    else if (before !== null) registeredChains.rememberExtended(before, pending.decision.records, { chainLength: head.chain_length, headHash: head.head_hash });
+    return head;
+  }
+
+  async function registerTransfers(input: RegisterTransfersInput): Promise<TransferRegistration> {
+    const { plc, field, deviceId } = input;
+    const route = input.route ?? 'transfer';
+    const tokenId = plc.commitment.tokenId;
+
+    // The common case: this process registered the PLC's chain as it stood (its create or its
+    // last hop), so neither that read nor those signatures are needed again; the append's
+    // compare-and-set on the chain's length and head tells whether the PLC is still there.
+    const memo = registeredChains.get(tokenId);
+    if (memo !== undefined && memo.commitmentHash === bytesToHex(plc.commitmentHash)) {
+      verifyOrRefuse(plc, toleranceMs, field, memo.prefix);
+      const decision =
+        Date.now() > expiryDueAtMs(memo.expiresAtMs, toleranceMs)
+          ? null
+          : decideRegistration({ status: memo.status, redemptionInFlight: false }, memo.known, plc.transferChain, memo.knownRecords);
+      if (decision?.kind === 'extend') {
+        refuseRecordsFromTheFuture(plc, Date.now(), toleranceMs, field);
+        const head = await appendOrLose(
+          { read: { token_id: tokenId, status: memo.status, chain_length: memo.chainLength, head_hash: memo.headHash }, decision, deviceId },
+          memo,
+        );
+        if (head !== null) return registration(head, decision.records.length);
+      }
+      // Anything else (an older or equal chain, a fork, expiry, a PLC that moved on) is
+      // answered from the database.
+      registeredChains.forget(tokenId);
+    }
+
+    // Read, decide, then append only if the PLC is still as read; a registration that lost a
+    // race (another hop, a cancel, an expiry, a redemption) reads again and decides again.
+    for (let attempt = 1; ; attempt += 1) {
+      const stored = await getPlcWithChain(pool, tokenId);
+      // The records registered before were verified then: only what is new is verified again
+      // (same answer as a full verification, see VerifyOptions.verifiedPrefix).
+      const sameCommitment = stored !== null && bytesEqual(hexToBytes(stored.plc.commitment_hash, 32), plc.commitmentHash);
+      verifyOrRefuse(plc, toleranceMs, field, sameCommitment ? verifiedPrefixOf(stored) : undefined);
+      if (stored === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC: it must be created first');
+      if (!sameCommitment) throw new DomainError('PLC_MISMATCH', 'this PLC differs from the one registered under its token id');
+      // The fork check comes first: a fork is refused with its evidence and flagged whatever
+      // became of the PLC since (expired, redeemed, being redeemed).
+      await checkForkAgainstRegistered(pool, { tokenId, presented: plc.transferChain, route, deviceId }, stored.known);
+      refuseRecordsFromTheFuture(plc, Date.now(), toleranceMs, field);
+      const row = stored.plc;
+      if (Date.now() > expiryDueAtMs(Number(row.expires_at_ms), toleranceMs) && row.status !== 'REDEEMED') {
+        throw new DomainError('PLC_EXPIRED', 'the PLC has expired', { expires_at: row.expires_at.toISOString() });
+      }
+      const decision = decideRegistration({ status: row.status, redemptionInFlight: row.redemption_id !== null }, stored.known, plc.transferChain);
+      switch (decision.kind) {
+        case 'refuse':
+          throw new DomainError('PLC_NOT_TRANSFERABLE', `a ${row.status} PLC cannot be transferred`, {
+            status: row.status,
+            redemption_in_flight: row.redemption_id !== null,
+          });
+        case 'fork':
+          // checkForkAgainstRegistered refused it above, on the same registered chain.
+          return refuseFork(pool, forkFindingOf(tokenId, decision), { route, deviceId });
+        case 'unrelated':
+          throw new DomainError('PLC_MISMATCH', 'the presented chain does not continue the registered one', { position: decision.index });
+        case 'unchanged': {
+          const entry = registeredChainOf(row, stored.known);
+          if (entry !== null) registeredChains.remember(entry);
+          return registration(row, 0);
+        }
+        case 'extend':
+          break;
+      }
+      const head = await appendOrLose({ read: row, decision, deviceId }, registeredChainOf(row, stored.known));
+      if (head !== null) return registration(head, decision.records.length);
+      if (attempt >= appendAttemptsMax) {
+        throw new DomainError('CONFLICT', 'the PLC kept changing while this registration was decided; send it again', { token_id: tokenId });
+      }
+    }
+  }
+
+  return {
+    registerTransfers,
+    rememberIssued: (plc) =>
+      registeredChains.rememberIssued({
+        tokenId: plc.commitment.tokenId,
+        commitmentHash: plc.commitmentHash,
+        issuerSignature: plc.issuerSignature,
+        expiresAtMs: plc.commitment.expiresAtMs,
+      }),
+  };
+}
+
+function registration(plc: Pick<PlcRow, 'token_id' | 'status' | 'chain_length' | 'bearer_pubkey' | 'head_hash'>, appended: number): TransferRegistration {
+  return {
+    token_id: plc.token_id,
+    status: plc.status,
+    chain_length: plc.chain_length,
+    bearer_pubkey: plc.bearer_pubkey,
+    head_hash: plc.head_hash,
+    appended,
+  };
+}
+
+function verifiedPrefixOf(stored: PlcWithChain): VerifiedPrefix {
+  return {
+    issuerSignature: hexToBytes(stored.plc.signature, 64),
+    records: stored.known.map((record) => ({ hash: hexToBytes(record.recordHash, 32), signature: hexToBytes(record.signature, 64) })),
+  };
+}
