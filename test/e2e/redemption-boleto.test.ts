@@ -78,6 +78,9 @@ describe('boleto redemptions through the gateway', () => {
     const followed = (await h.t.app.inject({ method: 'GET', url: opened.status_url })).json();
     expect(followed).toMatchObject({ status: 'SETTLED', rail: 'boleto', gateway_status: 'DONE', gateway_transfer_id: paid[0]?.id });
     expect((await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` })).json()).toMatchObject({ status: 'REDEEMED' });
+    // The public payout status reads the bill payment too.
+    const payoutStatus = await h.t.app.inject({ method: 'GET', url: `/api/v1/redemption/transfer/${paid[0]?.id}` });
+    expect(payoutStatus.json()).toEqual({ transfer_id: paid[0]?.id, status: 'DONE', fail_reason: null });
     expect(await balance(a)).toMatchObject({ available: '57.50', promised: '0.00' });
     expect(await balance(b)).toMatchObject({ available: '0.00', pending: '0.00' });
     expect(await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')).toBe(worldBefore + 4250n);
