@@ -5,6 +5,7 @@ import { createChargeActivities } from './charges.ts';
 import { createLedgerActivities } from './ledger.ts';
 import { createReconciliationActivities } from './reconciliation.ts';
 import { createExpireSweepActivities, createPlcActivities } from './plc.ts';
+import { createLimitReviewActivities } from './plc-limits.ts';
 import { createRedemptionActivities } from './redemption.ts';
 import { createSecurityActivities, type PinResetMailDeps } from './security.ts';
 import { createWebhookActivities } from './webhooks.ts';
@@ -31,6 +32,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createChargeActivities(deps),
     ...createWebhookMonitorActivities(deps),
     ...createSecurityActivities(deps),
+    ...createLimitReviewActivities(deps),
   };
 }
 

@@ -45,6 +45,8 @@ export interface OpenRedemptionInput {
   destinationType: PayoutDestinationType;
   deviceId: string;
   feeMinor: string;
+  /** The fee schedule version that priced `feeMinor` (docs/limits-and-fees.md); absent before fees had versions. */
+  feeScheduleVersion?: number;
   /** The presented chain (already verified by the API), as hex records. */
   presented: KnownRecord[];
   expiryGraceMs: number;
@@ -326,6 +328,7 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
             destinationType: input.destinationType,
             deviceId: input.deviceId,
             feeMinor: BigInt(input.feeMinor),
+            feeScheduleVersion: input.feeScheduleVersion,
             nowMs: Date.now(),
             expiryGraceMs: input.expiryGraceMs,
             authorization:

@@ -21,6 +21,8 @@ import { adminRedemptionRoutes } from './routes/admin-redemptions.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { adminLedgerRoutes } from './routes/admin-ledger.ts';
 import { adminPlcRoutes } from './routes/admin-plc.ts';
+import { adminReputationRoutes } from './routes/admin-reputation.ts';
+import { adminPlcLimitRoutes, plcLimitRoutes } from './routes/plc-limits.ts';
 import { adminQueueRoutes } from './routes/admin-queues.ts';
 import { adminMonitorRoutes } from './routes/admin-monitor.ts';
 import { adminReconcileRoutes } from './routes/admin-reconcile.ts';
@@ -34,6 +36,7 @@ import { chargeRoutes } from './routes/charges.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { redemptionWebhookRoutes } from './routes/redemption-webhooks.ts';
 import { devRoutes } from './routes/dev.ts';
+import { feeRoutes } from './routes/fees.ts';
 import { securityRoutes } from './routes/security.ts';
 import { createSecurityService } from './services/security.ts';
 import { devEndpointsEnabled } from '../infra/config.ts';
@@ -123,6 +126,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(adminLedgerRoutes, { prefix: '/api/v1/admin' });
   await app.register(plcRoutes, { prefix: '/api/v1' });
   await app.register(adminPlcRoutes, { prefix: '/api/v1/admin' });
+  await app.register(plcLimitRoutes, { prefix: '/api/v1' });
+  await app.register(adminPlcLimitRoutes, { prefix: '/api/v1/admin' });
+  await app.register(adminReputationRoutes, { prefix: '/api/v1/admin' });
   await app.register(adminQueueRoutes, { prefix: '/api/v1/admin' });
   await app.register(adminDashboardRoutes, { prefix: '/api/v1/admin' });
   await app.register(adminEventRoutes, { prefix: '/api/v1/admin' });
@@ -136,6 +142,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   if (devEndpointsEnabled(options.deps.config)) await app.register(devRoutes, { prefix: '/api/v1/dev' });
   await app.register(adminReconcileRoutes, { prefix: '/api/v1/admin/reconcile' });
   await app.register(securityRoutes, { prefix: '/api/v1/security' });
+  await app.register(feeRoutes, { prefix: '/api/v1/fees' });
   await app.register(consoleRoutes, {});
 
   return app;

@@ -1,6 +1,7 @@
 import type { DatabaseError } from 'pg';
 import { z } from 'zod';
 import { DomainError } from '../src/errors.ts';
+import { increaseRequestRoute } from '../src/limits/progressive.ts';
 import { moneyModel } from '../src/ledger/money-model.ts';
 import { plcStatuses, type PlcStatus } from '../src/plc/lifecycle.ts';
 import type { Currency } from '../src/money/currency.ts';
@@ -122,6 +123,16 @@ function detailJson(error: Partial<DatabaseError>): Record<string, unknown> {
   }
 }
 
+/** What is left of a daily limit, as a decimal string of minor units (never negative). */
+function remainingMinor(limit: unknown, issued: unknown): string {
+  try {
+    const left = BigInt(String(limit)) - BigInt(String(issued));
+    return (left > 0n ? left : 0n).toString();
+  } catch {
+    return '0';
+  }
+}
+
 /** Maps `plc_issue`'s refusals (migration 11) to domain errors; the ledger's own go through toLedgerError. */
 function toIssueError(error: unknown, tokenId: string): unknown {
   const pgError = error as Partial<DatabaseError>;
@@ -130,19 +141,28 @@ function toIssueError(error: unknown, tokenId: string): unknown {
       return new DomainError('PLC_ALREADY_EXISTS', 'another PLC with this token id exists', { token_id: tokenId });
     case 'PL102': {
       const details = detailJson(pgError);
-      return new DomainError('PLC_AMOUNT_ABOVE_MAXIMUM', `a PLC may carry at most ${String(details.amount_max_minor)} minor units`, {
-        field: 'amount',
-        amount_max_minor: details.amount_max_minor,
-      });
+      return new DomainError(
+        'PLC_AMOUNT_ABOVE_MAXIMUM',
+        `a PLC of this device may carry at most ${String(details.amount_max_minor)} minor units; ask for more with ${increaseRequestRoute}`,
+        { field: 'amount', limit: 'max_amount', amount_max_minor: details.amount_max_minor, increase_request: increaseRequestRoute },
+      );
     }
     case 'PL103':
       return new DomainError('ACCOUNT_FROZEN', 'the issuer account is frozen: it can receive but not spend', { owner_id: pgError.detail });
     case 'PL104': {
       const details = detailJson(pgError);
-      return new DomainError('PLC_DAILY_LIMIT_EXCEEDED', 'this PLC would exceed the issuer daily limit', {
-        daily_limit_minor: details.daily_limit_minor,
-        issued_last_24h_minor: details.issued_last_24h_minor,
-      });
+      const remaining = remainingMinor(details.daily_limit_minor, details.issued_last_24h_minor);
+      return new DomainError(
+        'PLC_DAILY_LIMIT_EXCEEDED',
+        `this PLC would exceed the issuer's daily limit of ${String(details.daily_limit_minor)} minor units (${remaining} left in the last 24 hours); ask for more with ${increaseRequestRoute}`,
+        {
+          limit: 'daily_limit',
+          daily_limit_minor: details.daily_limit_minor,
+          issued_last_24h_minor: details.issued_last_24h_minor,
+          remaining_minor: remaining,
+          increase_request: increaseRequestRoute,
+        },
+      );
     }
     default:
       return toLedgerError(error);

@@ -46,12 +46,13 @@ export const redemptionRow = z.object({
   payout_attempt: z.number().int(),
   payout_error: z.string().nullable(),
   payout_started_at: z.date().nullable(),
+  fee_schedule_version: z.number().int().nullable(),
 });
 export type RedemptionRow = z.infer<typeof redemptionRow>;
 
 const columns = `id, token_id, bearer_pubkey, bearer_owner_id, issuer_owner_id, amount_minor, fee_minor, currency, rail, destination,
   destination_type, head_hash, chain_length, status, gateway_transfer_id, gateway_status, failure_reason, request_tx_id,
-  settle_tx_id, fail_tx_id, device_id, created_at, updated_at, finished_at, payout_attempt, payout_error, payout_started_at`;
+  settle_tx_id, fail_tx_id, device_id, created_at, updated_at, finished_at, payout_attempt, payout_error, payout_started_at, fee_schedule_version`;
 /** The columns `redemptionRow` parses, for the modules that read redemptions in their own statements. */
 export const redemptionColumns = columns;
 
@@ -107,6 +108,8 @@ export interface RedemptionRequest {
   destinationType: PayoutDestinationType;
   deviceId: string;
   feeMinor: bigint;
+  /** The fee schedule version that priced the fee (services/fees.ts). */
+  feeScheduleVersion?: number | undefined;
   /** Server time now and the expiry grace, for the "not expired" check. */
   nowMs: number;
   expiryGraceMs: number;
@@ -242,8 +245,9 @@ async function openInTransaction(
   const redemption = await one(client, redemptionRow, {
     name: 'redemption-insert',
     text: `INSERT INTO redemptions (id, token_id, bearer_pubkey, bearer_owner_id, issuer_owner_id, amount_minor, fee_minor, currency,
-                                    rail, destination, destination_type, head_hash, chain_length, status, request_tx_id, device_id)
-           VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $14, $8, $9, $10, $11, 'PENDING_PAYMENT', $12, $13)
+                                    rail, destination, destination_type, head_hash, chain_length, status, request_tx_id, device_id,
+                                    fee_schedule_version)
+           VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $15, $8, $9, $10, $11, 'PENDING_PAYMENT', $12, $13, $14)
            RETURNING ${columns}`,
     values: [
       request.redemptionId,
@@ -259,6 +263,7 @@ async function openInTransaction(
       current.chain_length,
       booked.transactionId,
       request.deviceId,
+      request.feeScheduleVersion ?? null,
       request.rail ?? 'pix',
     ],
   });

@@ -97,9 +97,15 @@ export const configSchema = z
     /** Retry-After of a 503 answered because PostgreSQL or Temporal did not answer in time or could not be reached. */
     DEPENDENCY_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).max(3600).default(2),
 
-    /** PLC limits, in minor units of the PLC's currency (5,000.00 and 20,000.00 by default). */
+    /**
+     * Ceilings of the progressive PLC limits, in minor units of the PLC's currency (5,000.00 and
+     * 20,000.00 by default): the PREMIUM tier's limits; lower tiers get a share of them
+     * (docs/limits-and-fees.md).
+     */
     PLC_MAX_AMOUNT_MINOR: z.coerce.bigint().min(1n).max(10n ** 15n).default(500_000n),
     PLC_DAILY_LIMIT_MINOR: z.coerce.bigint().min(1n).max(10n ** 15n).default(2_000_000n),
+    /** How long an admin has to decide a PLC limit increase request before it expires (72 hours). */
+    LIMIT_REVIEW_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(90 * 86_400).default(72 * 3600),
     /** Clock tolerance of the offline protocol (expiry checks only) and freshness of signed requests. */
     CLOCK_TOLERANCE_MS: z.coerce.number().int().min(0).max(3_600_000).default(300_000),
     /**
@@ -219,6 +225,8 @@ export const configSchema = z
     PIN_RESET_REQUESTS_PER_HOUR: z.coerce.number().int().min(1).max(1000).default(5),
     /** Requests per minute per client address on each /api/v1/security/ route. */
     RATE_LIMIT_SECURITY_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),
+    /** Requests per minute per client address on each /api/v1/fees/ route but the schedule. */
+    RATE_LIMIT_FEES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
     /**
      * Outgoing mail for PIN resets: smtp://user:pass@host:port (or smtps://). Unset: request-reset
      * answers 501 PIN_RESET_EMAIL_UNAVAILABLE. `npm start` points it at its embedded sink.

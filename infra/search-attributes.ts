@@ -10,6 +10,7 @@ export const customSearchAttributes = {
   BearerId: 'Keyword',
   BusinessStatus: 'Keyword',
   ReferenceId: 'Keyword',
+  DeviceId: 'Keyword',
 } as const;
 
 export function searchAttributeFlags(): string[] {

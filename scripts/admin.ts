@@ -1,11 +1,15 @@
+import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { listLoginLockouts, unlockLogin, type LoginThrottleRow } from '../db/admin-login-throttle.ts';
 import { createAdminUser, listAdminUsers, setAdminPassword, setAdminUserDisabled, adminRoles, type AdminRole } from '../db/admin-users.ts';
 import { countFlags, flagsMax, getFlag, listFlags, upsertFlag, type FlagRow } from '../db/feature-flags.ts';
+import { publishFeeSchedule } from '../db/fees.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 import { hashPassword } from '../infra/passwords.ts';
+import { checkRules, feeRails, feeTiers, type FeeRule } from '../src/fees/schedule.ts';
 import { percentToBasisPoints } from '../src/ops/canary.ts';
+import { z } from 'zod';
 
 /**
  * `npm run admin -- <command>`: the operator's administration commands, straight on the
@@ -68,6 +72,24 @@ function showFlag(row: FlagRow): string {
 }
 
 const lockoutsListedMax = 100;
+
+const minorUnits = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const feeScheduleFile = z.strictObject({
+  description: z.string().min(1).max(500),
+  rules: z
+    .array(
+      z.strictObject({
+        rail: z.enum(feeRails),
+        tier: z.enum(feeTiers).nullable(),
+        fixed_minor: minorUnits,
+        rate_bps: z.number().int().min(0).max(10_000),
+        min_minor: minorUnits,
+        max_minor: minorUnits.nullable(),
+      }),
+    )
+    .min(1)
+    .max(feeRails.length * (feeTiers.length + 1)),
+});
 
 function describeLockout(row: LoginThrottleRow): string {
   const state = row.locked ? 'locked' : row.wait_ms > 0 ? 'throttled' : 'counting';
@@ -143,6 +165,35 @@ const commands: Readonly<Record<string, Command>> = {
       if (name === undefined || rest.length > 0 || !/^.{1,64}$/su.test(name)) throw new UsageError('one username of 1 to 64 characters is required');
       const row = await unlockLogin(context.pool, name);
       context.out(row === null ? `${name}: no failed logins recorded; nothing to lift` : `unlocked ${describeLockout(row)}`);
+      return 0;
+    },
+  },
+  'fees-publish': {
+    usage: 'fees-publish <schedule.json>',
+    summary:
+      'publish a new fee schedule version (the next number) from a JSON file {"description", "rules": [{"rail", "tier" (null: every tier), ' +
+      '"fixed_minor", "rate_bps", "min_minor", "max_minor" (null: none)}]}; earlier versions and their consents stay (docs/limits-and-fees.md)',
+    async run(args, context) {
+      const [file, ...rest] = args;
+      if (file === undefined || rest.length > 0) throw new UsageError('exactly one JSON file is required');
+      let parsed: z.infer<typeof feeScheduleFile>;
+      try {
+        parsed = feeScheduleFile.parse(JSON.parse(await readFile(file, 'utf8')));
+      } catch (error) {
+        throw new UsageError(`${file}: not a fee schedule: ${error instanceof Error ? error.message.slice(0, 500) : String(error)}`);
+      }
+      const rules: FeeRule[] = parsed.rules.map((rule) => ({
+        rail: rule.rail,
+        tier: rule.tier,
+        fixedMinor: BigInt(rule.fixed_minor),
+        rateBps: rule.rate_bps,
+        minMinor: BigInt(rule.min_minor),
+        maxMinor: rule.max_minor === null ? null : BigInt(rule.max_minor),
+      }));
+      const problem = checkRules(rules);
+      if (problem !== null) throw new UsageError(`${file}: ${problem}`);
+      const version = await publishFeeSchedule(context.pool, { description: parsed.description, rules });
+      context.out(`published fee schedule version ${version} (${rules.length} rules): it is the current version; owners consent to it with POST /api/v1/fees/consent`);
       return 0;
     },
   },

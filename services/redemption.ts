@@ -10,6 +10,8 @@ import type { Plc, RedeemAuthorization } from '../src/protocol/index.ts';
 import { openRedemptionUpdate, redemptionWorkflow } from '../workflows/redemption.ts';
 import { bearerIdKey, businessStatusKey, tokenIdKey } from '../workflows/search-attributes.ts';
 import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from './chain-intake.ts';
+import { feeRailOf, redemptionFee } from './fees.ts';
+import { checkPayoutDestination } from '../src/settlement/payout-destination.ts';
 import { checkForkAgainstRegistered, type ChainRoute } from './fork-check.ts';
 import { withDomainErrors } from './temporal-errors.ts';
 
@@ -54,7 +56,7 @@ export interface RedemptionService {
    * Checks the chain (verification, fork, record clocks) and the authorisation, then opens the
    * redemption; answers the redemption as opened (PENDING_PAYMENT). Refuses with the domain's
    * errors (409 `DOUBLE_SPEND_DETECTED`, `PLC_MISMATCH`, `NOT_CURRENT_BEARER`,
-   * `AUTHORIZATION_REPLAYED`, and what the opening refuses: `PLC_ALREADY_REDEEMED`,
+   * `AUTHORIZATION_REPLAYED`, `FEE_CONSENT_REQUIRED`, `FEE_EXCEEDS_AMOUNT`, and what the opening refuses: `PLC_ALREADY_REDEEMED`,
    * `PLC_NOT_REDEEMABLE`, `PLC_EXPIRED`, ...; 422 `PLC_INVALID`, `UNSUPPORTED_RAIL`,
    * `BOLETO_INVALID`, `BOLETO_AMOUNT_MISMATCH`,
    * `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`; 404 `PLC_NOT_FOUND`).
@@ -78,6 +80,16 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
     // Each authorisation is accepted once (docs/protocol.md 9.4): a quick refusal here; the
     // redemption's opening transaction records it and decides a race.
     if (await isAuthorizationUsed(pool, authorized.authorizationHash)) throw authorizationReplayed();
+    // The fee, by the schedule version the bearer consented to: refused here, before anything is
+    // booked, when it charges a fee the bearer never consented to (docs/limits-and-fees.md).
+    const fee = await redemptionFee(pool, {
+      ownerId: authorized.bearerPubkey,
+      rail: feeRailOf(request.authorization.settlementRail),
+      amountMinor: plc.commitment.amountMinor,
+      currency: plc.commitment.currency,
+    });
+    // A boleto is paid in full: a line that writes an amount must write the payout, amount less fee.
+    checkPayoutDestination(request.authorization, { amountMinor: plc.commitment.amountMinor - fee.feeMinor, currency: plc.commitment.currency });
     const redemptionId = request.redemptionId ?? randomUUID();
     const { tokenId, bearerPubkey } = authorized;
     const startWorkflowOperation = new WithStartWorkflowOperation(redemptionWorkflow, {
@@ -103,7 +115,8 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
             destination: authorized.destination,
             destinationType: authorized.destinationType,
             deviceId,
-            feeMinor: '0',
+            feeMinor: fee.feeMinor.toString(),
+            feeScheduleVersion: fee.version,
             authorizationHash: authorized.authorizationHash,
             signedAtMs: authorized.signedAtMs,
             presented: plc.transferChain.map(fromTransferRecord),

@@ -81,6 +81,19 @@ export const errorCodes = [
   'REDEMPTION_FAILED_FINAL',
   'REDEMPTION_NOT_STALLED',
   'RETRY_NOT_SUPPORTED',
+  // Reputation and progressive limits (docs/limits-and-fees.md)
+  'REPUTATION_NOT_FOUND',
+  'DEVICE_NOT_FOUND',
+  'LIMIT_REQUEST_NOT_FOUND',
+  'LIMIT_REQUEST_ALREADY_OPEN',
+  'LIMIT_REQUEST_NOT_PENDING',
+  'LIMIT_INCREASE_NOT_NEEDED',
+  'LIMIT_ABOVE_CEILING',
+  // Fees with consent (docs/limits-and-fees.md)
+  'FEE_SCHEDULE_VERSION_UNKNOWN',
+  'FEE_SCHEDULE_SUPERSEDED',
+  'FEE_CONSENT_REQUIRED',
+  'FEE_EXCEEDS_AMOUNT',
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

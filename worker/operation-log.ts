@@ -74,6 +74,10 @@ export const unloggedActivities: readonly string[] = [
   'finishReconciliationRun',
   'failReconciliationRun',
   'processRemovalQueue',
+  // The review of a PLC limit increase (workflows/limit-review.ts): rows of the request, no money, no gateway.
+  'openLimitRequest',
+  'decideLimitRequest',
+  'expireLimitRequest',
   // Sends a PIN reset e-mail: no money and no gateway.
   'sendPinResetEmail',
   // Records why a payout is stuck (a column of the redemption); no money, no gateway.

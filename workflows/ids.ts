@@ -21,6 +21,8 @@ export const workflowIds = {
   /** A run of the webhook monitor asked for by an operator: `check` (check-webhooks) or `process` (process-queue). */
   webhookMonitorRun: (mode: 'check' | 'process', runId: string) => `webhook-monitor-${mode}-${runId}`,
   pinResetEmail: (requestId: string) => `pin-reset-email-${requestId}`,
+  /** The review of a PLC limit increase request (workflows/limit-review.ts). */
+  limitReview: (requestId: string) => `limit-review-${requestId}`,
   /** A run started by a Temporal Schedule: the schedule's id; Temporal appends the run's scheduled time. */
   scheduled: (scheduleId: string) => scheduleId,
 } as const;

@@ -3,6 +3,7 @@ export { chargeWorkflow, createChargeUpdate } from './charge.ts';
 export { depositWorkflow, bookDepositUpdate } from './deposit.ts';
 export { expireTokensWorkflow } from './expire-sweep.ts';
 export { ledgerCheckWorkflow } from './ledger-check.ts';
+export { limitReviewWorkflow, openLimitRequestUpdate, decideLimitRequestUpdate } from './limit-review.ts';
 export { pinResetEmailWorkflow } from './pin-reset-email.ts';
 export { plcWorkflow, issuePlcUpdate, cancelPlcUpdate, plcTransferredSignal, plcRedemptionFinishedSignal } from './plc.ts';
 export { reconciliationWorkflow } from './reconciliation.ts';

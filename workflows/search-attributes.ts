@@ -6,3 +6,5 @@ export const ownerIdKey = defineSearchAttributeKey('OwnerId', SearchAttributeTyp
 export const bearerIdKey = defineSearchAttributeKey('BearerId', SearchAttributeType.KEYWORD);
 export const businessStatusKey = defineSearchAttributeKey('BusinessStatus', SearchAttributeType.KEYWORD);
 export const referenceIdKey = defineSearchAttributeKey('ReferenceId', SearchAttributeType.KEYWORD);
+/** The device of a PLC limit increase request (workflows/limit-review.ts). */
+export const deviceIdKey = defineSearchAttributeKey('DeviceId', SearchAttributeType.KEYWORD);

@@ -7,6 +7,7 @@ import { getPlc, listIssuerActive, listTransfers } from '../../db/plcs.ts';
 import { DomainError } from '../../src/errors.ts';
 import { expiryDueAtMs } from '../../src/plc/lifecycle.ts';
 import { isAuthorizationUsed, recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
+import { ceilingsOf, deviceLimits } from '../../services/plc-limits.ts';
 import {
   bytesToHex,
   cancelAuthorizationHash,
@@ -74,6 +75,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
   const { pool, temporal, config } = app.deps;
   const toleranceMs = config.CLOCK_TOLERANCE_MS;
+  const ceilings = ceilingsOf(config);
   const { transfers } = app.services;
 
   /** `field`: where the PLC sits in the body (`plc`, or '' when it is the body), for the `loc` of a refusal. */
@@ -100,6 +102,8 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         config.PLC_EXPIRY_OVERRIDE_MS === undefined
           ? expiryDueAtMs(commitment.expiresAtMs, toleranceMs)
           : nowMs + config.PLC_EXPIRY_OVERRIDE_MS;
+      // The device's progressive limits (services/plc-limits.ts), enforced by plc_issue.
+      const { limits } = await deviceLimits(pool, ceilings, issuerPubkey, deviceId);
       const workflowId = `plc-${tokenId}`;
       const startWorkflowOperation = new WithStartWorkflowOperation(plcWorkflow, {
         workflowId,
@@ -128,8 +132,8 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
               commitmentHash: bytesToHex(plc.commitmentHash),
               signature: bytesToHex(plc.issuerSignature),
               deviceId,
-              amountMaxMinor: config.PLC_MAX_AMOUNT_MINOR.toString(),
-              dailyLimitMinor: config.PLC_DAILY_LIMIT_MINOR.toString(),
+              amountMaxMinor: limits.maxAmountMinor.toString(),
+              dailyLimitMinor: limits.dailyLimitMinor.toString(),
             },
           ],
           startWorkflowOperation,
@@ -165,7 +169,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         ...createSchema,
         summary: 'Register an issuer-signed PLC: books AVAILABLE -> PROMISED and starts its workflow (plc-<token_id>)',
         description:
-          "The issuer's wallet made and signed the PLC (docs/protocol.md); this registers it: the commitment and signature are verified, `created_at` must be within the clock tolerance of the server's clock, the chain must be empty, and the amount is checked against `PLC_MAX_AMOUNT_MINOR` and the daily limit. The PLC workflow (`plc-<token_id>`) books issuer AVAILABLE -> PROMISED in one transaction and answers; it then waits for the PLC's expiry. A retry of the same PLC answers `created: false` with its current state; the optional Idempotency-Key (300 s) answers a retry from the stored response. Refusals: 409 `INSUFFICIENT_FUNDS`, `ACCOUNT_FROZEN`, `PLC_ALREADY_EXISTS` (another PLC under this token id), `PLC_DAILY_LIMIT_EXCEEDED`; 422 `PLC_INVALID.<reason>`, `PLC_NOT_FRESH`, `PLC_AMOUNT_ABOVE_MAXIMUM`.",
+          "The issuer's wallet made and signed the PLC (docs/protocol.md); this registers it: the commitment and signature are verified, `created_at` must be within the clock tolerance of the server's clock, the chain must be empty, and the amount is checked against the device's progressive limits (per PLC and per 24 hours, from the owner's reputation tier and volume or an approved override, under `PLC_MAX_AMOUNT_MINOR` and `PLC_DAILY_LIMIT_MINOR`; docs/limits-and-fees.md). A refusal names the limit, what is left and the increase-request route. The PLC workflow (`plc-<token_id>`) books issuer AVAILABLE -> PROMISED in one transaction and answers; it then waits for the PLC's expiry. A retry of the same PLC answers `created: false` with its current state; the optional Idempotency-Key (300 s) answers a retry from the stored response. Refusals: 409 `INSUFFICIENT_FUNDS`, `ACCOUNT_FROZEN`, `PLC_ALREADY_EXISTS` (another PLC under this token id), `PLC_DAILY_LIMIT_EXCEEDED`; 422 `PLC_INVALID.<reason>`, `PLC_NOT_FRESH`, `PLC_AMOUNT_ABOVE_MAXIMUM`.",
         body: createPlcRequest,
         requestExample: { body: { plc: examplePlcIssued } },
       },

@@ -117,3 +117,13 @@ export const exampleKeyRecover = {
   device_signature: '5af3fba6c24e7a07bf4b037687ed21d32f5998359268ca540fc17b185c1a1c1492b9abfb26819b605f3f2bd04f2b306d459135ee51157a425e7afbb67592e40a',
   operation_timestamp: 1768482300000,
 };
+
+/** bob's consent to fee schedule version 1: `svc:fee-consent:device-7f3a9c:<bob>:1:1768479000000` (docs/limits-and-fees.md). */
+export const exampleFeeConsent = {
+  public_key: '8139770ea87d175f56a35466c34c7ecccb8d8a91b4ee37a25df60f5b8fc9b394',
+  schedule_version: 1,
+  device_id: 'device-7f3a9c',
+  operation_timestamp: 1768479000000,
+  device_signature:
+    'a4375ed0704ab25ec0843f05e1579b4a34ed603462b5255aff1efd9443b54dd82f0975dd7f76490c302604a4053e5195aba1cc949dcf786077e58d6ac2602c0e',
+};

@@ -43,6 +43,7 @@ import { describeLife, holderState, renderPlc } from './format.ts';
 import { getJson, postJson, serverPaths } from './http.ts';
 import { checkBoletoLine } from '../../src/settlement/boleto.ts';
 import { pixKeyType } from '../../src/settlement/pix-key.ts';
+import { signFeeConsent } from '../../src/fees/consent.ts';
 import {
   deleteToken,
   findToken,
@@ -675,8 +676,8 @@ const redemptionAnswer = z.object({
 
 /**
  * The rail and destination a redeem names, validated before anything is signed: a Pix key, or a
- * boleto's digitable line with its check digits (`lineAmountMinor`: the amount it writes, checked
- * against the PLC's once the PLC is loaded; null when the line leaves it open).
+ * boleto's digitable line with its check digits (`lineAmountMinor`: the amount it writes, at most
+ * the PLC's, checked once the PLC is loaded; null when the line leaves it open).
  */
 function destinationOf(options: RedeemOptions): { rail: 'pix' | 'boleto'; destination: string; lineAmountMinor: bigint | null } {
   if (options.pixKey !== undefined && options.boleto !== undefined) throw new WalletError('usage', 'redeem takes --pix-key KEY or --boleto LINE, not both');
@@ -750,10 +751,12 @@ export async function redeemCommand(context: CommandContext, options: RedeemOpti
     if (rail === 'boleto' && plc.commitment.currency !== 'BRL') {
       throw new WalletError('invalid_destination', `a boleto is paid in reais and ${options.token} is in ${plc.commitment.currency}: redeem it to a Pix key`);
     }
-    if (lineAmountMinor !== null && lineAmountMinor !== plc.commitment.amountMinor) {
+    // The server pays the PLC's amount less its fee, which it alone knows: a line above the PLC's
+    // amount can never be paid; the exact amount (the payout) is the server's check.
+    if (lineAmountMinor !== null && lineAmountMinor > plc.commitment.amountMinor) {
       throw new WalletError(
         'invalid_destination',
-        `the boleto is for ${lineAmountMinor} centavos and ${options.token} for ${plc.commitment.amountMinor}: a bill is paid in full, for the PLC's amount exactly; nothing was signed`,
+        `the boleto is for ${lineAmountMinor} centavos, more than ${options.token} holds (${plc.commitment.amountMinor}): a bill is paid in full; nothing was signed`,
       );
     }
     const nowMs = context.nowMs();
@@ -923,4 +926,50 @@ export async function reissueCommand(context: CommandContext, options: { readonl
   context.notice(`dropped ${options.token}; issuing its replacement`);
   const ttlHours = Math.round((old.expiresAtMs - old.createdAtMs) / 3_600_000);
   return issueAndRegister(context, wallet, { amountMinor: old.amountMinor, currency: old.currency as PlcCurrency, ttlHours }, server);
+}
+
+const feeScheduleAnswer = z.object({
+  version: z.number().int(),
+  current_version: z.number().int(),
+  description: z.string(),
+  rules: z.array(z.object({ rail: z.string(), tier: z.string().nullable(), fixed: z.string(), rate_bps: z.number(), min: z.string(), max: z.string().nullable() })),
+});
+const feeConsentAnswer = z.object({ schedule_version: z.number().int(), device_id: z.string(), consented_at: z.string(), created: z.boolean() });
+
+/**
+ * The server's current fee schedule (docs/limits-and-fees.md); with `consent`, this wallet's key
+ * signs its consent to that version and posts it: from then on its redemptions are charged by it.
+ */
+export async function feesCommand(context: CommandContext, options: { readonly server: string | undefined; readonly consent: boolean }): Promise<string> {
+  const wallet = loadWallet(context.dir);
+  const server = requireServer(wallet, options.server, 'fees');
+  const answer = await getJson(server, serverPaths.feeSchedule, { deviceId: wallet.deviceId });
+  const parsed = feeScheduleAnswer.safeParse(answer.body);
+  if (!answer.found || !parsed.success) throw new WalletError('server_refused', `${server} serves no fee schedule`);
+  const schedule = parsed.data;
+  const lines = [
+    `fee schedule version ${schedule.version}: ${schedule.description}`,
+    ...schedule.rules.map(
+      (rule) => `  ${rule.rail.padEnd(6)} ${(rule.tier ?? 'any tier').padEnd(9)} ${rule.fixed} + ${rule.rate_bps} bps, min ${rule.min}, max ${rule.max ?? 'none'}`,
+    ),
+  ];
+  if (!options.consent) return [...lines, 'consent with "wallet fees --consent" (a redemption with a fee is refused until then)'].join('\n');
+  const signed = signFeeConsent({ deviceId: wallet.deviceId, scheduleVersion: schedule.current_version, operationTimestampMs: context.nowMs() }, wallet.keyPair.secretKey);
+  const posted = await postJson(
+    server,
+    serverPaths.feeConsent,
+    {
+      public_key: bytesToHex(wallet.keyPair.publicKey),
+      schedule_version: signed.scheduleVersion,
+      device_id: signed.deviceId,
+      operation_timestamp: signed.operationTimestampMs,
+      device_signature: bytesToHex(signed.signature),
+    },
+    { deviceId: wallet.deviceId },
+  );
+  const consent = feeConsentAnswer.parse(posted.body);
+  return [
+    ...lines,
+    `${consent.created ? 'consented' : 'already consented'} to fee schedule version ${consent.schedule_version} at ${consent.consented_at}`,
+  ].join('\n');
 }

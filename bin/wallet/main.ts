@@ -16,6 +16,7 @@ import {
   receiveCommand,
   registerCommand,
   redeemCommand,
+  feesCommand,
   reissueCommand,
   sendCommand,
   showCommand,
@@ -58,7 +59,8 @@ takes --server URL, or uses the server the wallet remembers (init --server, conf
   cancel --token ID [--server URL]       sign (and post) the issuer's cancel of an untransferred PLC
   redeem --token ID (--pix-key KEY | --boleto LINE) [--server URL]
                                          check the key, or the boleto's digitable line (check
-                                         digits, amount equal to the PLC's), sign (and post) the
+                                         digits, amount at most the PLC's; the server requires the
+                                         PLC's amount less its fee), sign (and post) the
                                          bearer's redeem; prints the redemption's id and status
                                          (the signed body offline)
   backup --server URL [--passphrase-file FILE]
@@ -71,6 +73,8 @@ takes --server URL, or uses the server the wallet remembers (init --server, conf
   status --token ID [--server URL]       what the server knows of a PLC and of its redemption
   balance [--currency BRL] [--server URL]
                                          this wallet's account at the server
+  fees [--consent] [--server URL]        the server's fee schedule; --consent signs (and posts)
+                                         this key's consent to its current version
   vectors [--in FILE]                    check the protocol's test vectors with this program's code
   help                                   this text`;
 
@@ -94,6 +98,7 @@ const commandOptions: Record<string, readonly string[]> = {
   recover: ['server', 'passphrase-file', 'device-id'],
   status: ['token', 'server'],
   balance: ['currency', 'server'],
+  fees: ['server', 'consent'],
   vectors: ['in'],
   help: [],
 };
@@ -137,6 +142,7 @@ async function run(argv: readonly string[]): Promise<string> {
         image: { type: 'string' },
         qr: { type: 'boolean' },
         offline: { type: 'boolean' },
+        consent: { type: 'boolean' },
         'forget-server': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -228,6 +234,8 @@ async function run(argv: readonly string[]): Promise<string> {
       return statusCommand(context, { token: required(values, 'token'), server: optional(values, 'server') });
     case 'balance':
       return balanceCommand(context, { server: optional(values, 'server'), currency: optional(values, 'currency') });
+    case 'fees':
+      return feesCommand(context, { server: optional(values, 'server'), consent: values.consent === true });
     case 'vectors':
       return vectorsCommand({ file: optional(values, 'in') });
     default:

@@ -3,7 +3,7 @@
 set -eu
 temporal operator namespace describe --namespace "$NAMESPACE" >/dev/null 2>&1 \
   || temporal operator namespace create --namespace "$NAMESPACE" --retention 30d
-for attribute in TokenId OwnerId BearerId BusinessStatus ReferenceId; do
+for attribute in TokenId OwnerId BearerId BusinessStatus ReferenceId DeviceId; do
   temporal operator search-attribute create --namespace "$NAMESPACE" --name "$attribute" --type Keyword 2>/dev/null \
     || echo "search attribute $attribute already exists"
 done

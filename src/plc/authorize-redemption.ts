@@ -40,7 +40,8 @@ export interface AuthorizeRedemptionOptions {
 /**
  * The redeem authorisation's own checks, on a PLC whose chain verified (docs/protocol.md 9): it
  * names this PLC, asks for a payout its rail can make (a Pix key, or a boleto's digitable line
- * with valid check digits for the PLC's amount: `checkPayoutDestination`), is signed by the bearer of the
+ * with valid check digits: `checkPayoutDestination`; the line's amount is the caller's to check
+ * against the payout once the fee is known), is signed by the bearer of the
  * presented chain's head over that head, within the clock tolerance of now. Refuses with the
  * domain error of the first check that fails, in that order; what the server knows (forks,
  * authorisations used before, the PLC's state) is the caller's to check.
@@ -48,8 +49,9 @@ export interface AuthorizeRedemptionOptions {
 export function authorizeRedemption(plc: Plc, authorization: RedeemAuthorization, options: AuthorizeRedemptionOptions): AuthorizedRedemption {
   const { nowMs, clockToleranceMs } = options;
   if (authorization.tokenId !== plc.commitment.tokenId) throw new DomainError('PLC_MISMATCH', 'the authorisation names another PLC');
-  // Where the payout goes: a Pix key, or a boleto's digitable line paid for the PLC's amount.
-  const payout = checkPayoutDestination(authorization, { amountMinor: plc.commitment.amountMinor, currency: plc.commitment.currency });
+  // Where the payout goes: a Pix key, or a payable boleto line (its amount is checked against the
+  // payout once the fee is known: services/redemption.ts).
+  const payout = checkPayoutDestination(authorization, { amountMinor: null, currency: plc.commitment.currency });
   if (!withSignatureVerifier(options.verifySignature, () => verifyRedeem(authorization))) {
     throw new DomainError('SIGNATURE_INVALID', 'the redeem signature does not verify', { field: 'authorization.signature' });
   }

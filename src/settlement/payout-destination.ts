@@ -11,8 +11,9 @@ import { pixKeyType, type PixKeyType } from './pix-key.ts';
  * - rail `boleto`: the destination is a boleto's digitable line, digits only; the payout is the
  *   payment of that bill. The line must pass its check digits (422 BOLETO_INVALID, `reason` in the
  *   details), the PLC must be in reais (a boleto is), and a line that writes an amount must write
- *   exactly the payout's amount: a bill is paid in full, never in part and never more (422
- *   BOLETO_AMOUNT_MISMATCH). A line that leaves the amount open is paid the payout's amount.
+ *   exactly the payout (the PLC's amount less the fee): a bill is paid in full, never in part and
+ *   never more (422 BOLETO_AMOUNT_MISMATCH). A line that leaves the amount open is paid the payout.
+ *   The redemption service checks the amount once the fee is known (`amountMinor` null before).
  */
 
 export const payoutRails = ['pix', 'boleto'] as const;
@@ -35,7 +36,8 @@ export interface PayoutDestination {
  */
 export function checkPayoutDestination(
   authorization: { settlementRail: string; destination: string },
-  payout: { amountMinor: bigint; currency: string },
+  /** `amountMinor` is what is paid out (the PLC's amount less the fee); null: not known yet, the amount is checked later. */
+  payout: { amountMinor: bigint | null; currency: string },
 ): PayoutDestination {
   const { settlementRail: rail, destination } = authorization;
   if (rail === 'pix') {
@@ -55,10 +57,10 @@ export function checkPayoutDestination(
     if (!checked.ok) return refuse(checked.reason, boletoRefusalMessages[checked.reason]);
     if (payout.currency !== 'BRL') return refuse('not_brl', `a boleto is paid in reais; this PLC is in ${payout.currency}: redeem it over another rail`);
     const written = checked.boleto.amountMinor;
-    if (written !== null && written !== payout.amountMinor) {
+    if (written !== null && payout.amountMinor !== null && written !== payout.amountMinor) {
       throw new DomainError(
         'BOLETO_AMOUNT_MISMATCH',
-        `the boleto is for ${written} centavos and the PLC pays out ${payout.amountMinor}: a bill is paid in full, for the PLC's amount exactly`,
+        `the boleto is for ${written} centavos and the PLC pays out ${payout.amountMinor} (its amount less the fee): a bill is paid in full, for the payout exactly`,
         {
           field: 'authorization.destination',
           line_amount_minor: written.toString(),

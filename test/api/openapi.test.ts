@@ -226,6 +226,7 @@ describe('every status an operation answers is in its entry, with its body', () 
       RATE_LIMIT_TRANSFER_PER_MINUTE: '1',
       RATE_LIMIT_REDEEM_PER_MINUTE: '1',
       RATE_LIMIT_SECURITY_PER_MINUTE: '1',
+      RATE_LIMIT_FEES_PER_MINUTE: '1',
       RATE_LIMIT_WEBHOOK_REMOVAL_PER_MINUTE: '1',
       LOGIN_RATE_LIMIT_PER_MINUTE: '1',
     });

@@ -172,7 +172,7 @@ describe('POST /api/v1/plc/create', () => {
     expect(response.json()).toMatchObject({ code: 'ACCOUNT_FROZEN' });
   });
 
-  it('refuses amounts above the per-PLC maximum and beyond the daily limit', async () => {
+  it("refuses amounts above the per-PLC maximum and beyond the daily limit of the issuer's tier (a new owner: STANDARD, half the ceilings)", async () => {
     const limited = await createTestApp({ PLC_MAX_AMOUNT_MINOR: '1000', PLC_DAILY_LIMIT_MINOR: '1500' });
     try {
       await limited.startWorker();
@@ -185,13 +185,19 @@ describe('POST /api/v1/plc/create', () => {
         payload: { owner_id: issuer.pubkey, amount: '100.00', currency: 'BRL' },
       });
       const post = (plc: Plc) => limited.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
-      const tooBig = await post(issue(issuer, { amountMinor: 1001n }));
+      // Ceilings 1000 and 1500: STANDARD gets 500 per PLC and 750 per 24 hours (docs/limits-and-fees.md).
+      const tooBig = await post(issue(issuer, { amountMinor: 501n }));
       expect(tooBig.statusCode).toBe(422);
       expect(tooBig.json().detail[0].type).toBe('PLC_AMOUNT_ABOVE_MAXIMUM');
-      expect((await post(issue(issuer, { amountMinor: 1000n }))).statusCode).toBe(200);
-      const overDaily = await post(issue(issuer, { amountMinor: 600n }));
+      expect(tooBig.json().detail[0].msg).toContain('/api/v1/plc/limits/increase-request');
+      expect((await post(issue(issuer, { amountMinor: 500n }))).statusCode).toBe(200);
+      const overDaily = await post(issue(issuer, { amountMinor: 300n }));
       expect(overDaily.statusCode).toBe(409);
-      expect(overDaily.json()).toMatchObject({ code: 'PLC_DAILY_LIMIT_EXCEEDED' });
+      expect(overDaily.json()).toMatchObject({
+        code: 'PLC_DAILY_LIMIT_EXCEEDED',
+        details: { limit: 'daily_limit', daily_limit_minor: '750', issued_last_24h_minor: '500', remaining_minor: '250', increase_request: 'POST /api/v1/plc/limits/increase-request' },
+      });
+      expect((await post(issue(issuer, { amountMinor: 250n }))).statusCode).toBe(200);
     } finally {
       await limited.close();
     }

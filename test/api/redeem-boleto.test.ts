@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
-import { bankSlipLine, boletoRedeemBody, redeemBody, settlementBody } from '../support/settlement.ts';
+import { bankSlipLine, boletoRedeemBody, feeConsentBody, redeemBody, settlementBody } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 import type { Plc } from '../../src/protocol/index.ts';
 
@@ -53,17 +53,20 @@ describe('a boleto destination at the redeem routes', () => {
     expect((await t.app.inject({ method: 'GET', url: `/api/v1/balance/${b.pubkey}` })).json()).toMatchObject({ pending: '0.00' });
   });
 
-  it('refuses a line written for another amount than the PLC, at both routes', async () => {
+  it('refuses a line written for another amount than the payout (the PLC less the fee), at both routes', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    const plc = hop(await created(a, 500n), a, b);
-    const issue = expectRefused(await post('/api/v1/redeem/', boletoRedeemBody(plc, b, bankSlipLine(499n))), 'BOLETO_AMOUNT_MISMATCH');
-    expect(issue.msg).toContain('499');
-    const settlement = settlementBody(plc, b, bankSlipLine(501n));
-    const { authorization } = boletoRedeemBody(plc, b, bankSlipLine(501n), settlement.timestamp_ms);
+    const plc = hop(await created(a, 1_000n), a, b);
+    const consent = await t.app.inject({ method: 'POST', url: '/api/v1/fees/consent', payload: feeConsentBody(b, 1) });
+    expect(consent.statusCode, consent.body).toBe(200);
+    // 10.00 less the fee (3.50 + 0.05) is 6.45: a line for the PLC's own amount is refused too.
+    const issue = expectRefused(await post('/api/v1/redeem/', boletoRedeemBody(plc, b, bankSlipLine(1_000n))), 'BOLETO_AMOUNT_MISMATCH');
+    expect(issue.msg).toContain('645');
+    const settlement = settlementBody(plc, b, bankSlipLine(646n));
+    const { authorization } = boletoRedeemBody(plc, b, bankSlipLine(646n), settlement.timestamp_ms);
     const refused = await post('/api/v1/settlements', {
       ...settlement,
       settlement_rail: 'boleto',
-      destination: { boleto_line: bankSlipLine(501n) },
+      destination: { boleto_line: bankSlipLine(646n) },
       bearer_signature: authorization.signature,
     });
     expectRefused(refused, 'BOLETO_AMOUNT_MISMATCH');

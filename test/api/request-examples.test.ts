@@ -7,6 +7,7 @@ import {
   examplePlcTransferred,
   examplePubkeys,
   exampleCancelAuthorization,
+  exampleFeeConsent,
   exampleKeyBackup,
   exampleKeyRecover,
   exampleRedeemAuthorization,
@@ -31,6 +32,7 @@ import {
   verifyKeyOperation,
   verifyPlc,
 } from '../../src/protocol/index.ts';
+import { signFeeConsent } from '../../src/fees/consent.ts';
 import { openBackup, sealBackup } from '../../src/protocol/key-recovery.ts';
 import { isResetTokenShaped } from '../../src/security/pin.ts';
 
@@ -99,6 +101,9 @@ describe('the request examples of the OpenAPI', () => {
     expect(exampleKeyBackup.device_signature).toBe(bytesToHex(backup.signature));
     expect(exampleKeyRecover.device_signature).toBe(bytesToHex(recover.signature));
     expect(verifyKeyOperation('backup', backup)).toBe(true);
+    const consent = signFeeConsent({ deviceId: exampleFeeConsent.device_id, scheduleVersion: exampleFeeConsent.schedule_version, operationTimestampMs: exampleFeeConsent.operation_timestamp }, bob.secretKey);
+    expect(exampleFeeConsent.public_key).toBe(bytesToHex(bob.publicKey));
+    expect(exampleFeeConsent.device_signature).toBe(bytesToHex(consent.signature));
     expect(verifyKeyOperation('recover', recover)).toBe(true);
     // A backup signature is no recovery signature.
     expect(verifyKeyOperation('recover', { ...recover, signature: backup.signature })).toBe(false);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
 import { temporalCliJson } from '../support/temporal-cli.ts';
 import { snapshotOf } from '../support/ledger.ts';
-import { bankSlipLine, boletoRedeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { bankSlipLine, boletoRedeemBody, feeConsentBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 import type { Plc } from '../../src/protocol/index.ts';
 
@@ -39,6 +39,12 @@ const balance = async (wallet: TestWallet) => (await h.t.app.inject({ method: 'G
 const redeem = (body: object) => h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: body });
 const bills = (redemptionId: string) => h.simulator.state.snapshot(500).billPayments.filter((bill) => bill.externalReference === redemptionId);
 
+/** A boleto redemption costs a fee (schedule version 1, Bronze: 3.50 + 0.5%, at least 2.00): the bearer consents first. */
+async function consent(wallet: TestWallet) {
+  const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/fees/consent', payload: feeConsentBody(wallet, 1) });
+  expect(response.statusCode, response.body).toBe(200);
+}
+
 async function issued(issuer: TestWallet, amountMinor: bigint): Promise<Plc> {
   const plc = issue(issuer, { amountMinor });
   const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
@@ -59,31 +65,33 @@ async function replay(workflowId: string, name: string): Promise<void> {
 describe('boleto redemptions through the gateway', () => {
   it('pays the boleto (a bill payment), settles and redeems the PLC, the ledger balanced', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '100.00');
-    const plc0 = await issued(a, 4250n);
+    await fund(a, '200.00');
+    await consent(b);
+    const plc0 = await issued(a, 10_000n);
     const plc1 = hop(plc0, a, b);
-    const line = bankSlipLine(4250n);
+    // 100.00 less the fee (3.50 + 0.5% = 4.00): the bill is for the payout, 96.00.
+    const line = bankSlipLine(9_600n);
     const worldBefore = (await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')) ?? 0n;
     const balanceBefore = h.simulator.state.balanceMinor;
     const response = await redeem(boletoRedeemBody(plc1, b, line));
     expect(response.statusCode, response.body).toBe(200);
     const opened = response.json();
-    expect(opened).toMatchObject({ status: 'PENDING_PAYMENT', amount: '42.50', rail: 'boleto', destination_masked: `************${line.slice(-4)}` });
+    expect(opened).toMatchObject({ status: 'PENDING_PAYMENT', amount: '100.00', fee: '4.00', rail: 'boleto', destination_masked: `************${line.slice(-4)}` });
     const result = await h.t.temporal.workflow.getHandle(opened.workflow_id).result();
     expect(result).toMatchObject({ status: 'SETTLED', state: { status: 'SETTLED' } });
     const paid = bills(opened.redemption_id);
     expect(paid).toHaveLength(1);
-    expect(paid[0]).toMatchObject({ status: 'DONE', identificationField: line, value: 42.5 });
-    expect(h.simulator.state.balanceMinor).toBe(balanceBefore - 4250n);
+    expect(paid[0]).toMatchObject({ status: 'DONE', identificationField: line, value: 96 });
+    expect(h.simulator.state.balanceMinor).toBe(balanceBefore - 9_600n);
     const followed = (await h.t.app.inject({ method: 'GET', url: opened.status_url })).json();
     expect(followed).toMatchObject({ status: 'SETTLED', rail: 'boleto', gateway_status: 'DONE', gateway_transfer_id: paid[0]?.id });
     expect((await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` })).json()).toMatchObject({ status: 'REDEEMED' });
     // The public payout status reads the bill payment too.
     const payoutStatus = await h.t.app.inject({ method: 'GET', url: `/api/v1/redemption/transfer/${paid[0]?.id}` });
     expect(payoutStatus.json()).toEqual({ transfer_id: paid[0]?.id, status: 'DONE', fail_reason: null });
-    expect(await balance(a)).toMatchObject({ available: '57.50', promised: '0.00' });
+    expect(await balance(a)).toMatchObject({ available: '100.00', promised: '0.00' });
     expect(await balance(b)).toMatchObject({ available: '0.00', pending: '0.00' });
-    expect(await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')).toBe(worldBefore + 4250n);
+    expect(await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')).toBe(worldBefore + 9_600n);
     expect(await findViolations(h.t.db.pool)).toEqual([]);
     // The bill's DONE event went through the inbox and was verified against the gateway.
     const event = await h.t.db.pool.query(`SELECT event_id FROM webhook_inbox WHERE event_type = 'BILL_PAYMENT_DONE' AND raw_body::jsonb -> 'bill' ->> 'id' = $1`, [
@@ -96,20 +104,24 @@ describe('boleto redemptions through the gateway', () => {
 
   it('pays a boleto that leaves its amount open for the PLC amount', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '10.00');
-    const plc1 = hop(await issued(a, 321n), a, b);
+    await fund(a, '20.00');
+    await consent(b);
+    const plc1 = hop(await issued(a, 1_000n), a, b);
     const response = await redeem(boletoRedeemBody(plc1, b, bankSlipLine(0n, '9999988888777776666655555')));
     expect(response.statusCode, response.body).toBe(200);
     expect(await h.t.temporal.workflow.getHandle(response.json().workflow_id).result()).toMatchObject({ status: 'SETTLED' });
-    expect(bills(response.json().redemption_id)).toMatchObject([{ status: 'DONE', value: 3.21 }]);
+    // 10.00 less the fee (3.50 + 0.05).
+    expect(bills(response.json().redemption_id)).toMatchObject([{ status: 'DONE', value: 6.45 }]);
   });
 
   it('a bill payment the bank refuses fails the redemption and reverts the PLC, redeemable again', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '10.00');
-    const plc0 = await issued(a, 300n);
+    await fund(a, '30.00');
+    await consent(b);
+    const plc0 = await issued(a, 2_000n);
     const plc1 = hop(plc0, a, b);
-    const line = bankSlipLine(300n, '1111122222333334444455555');
+    // 20.00 less the fee (3.50 + 0.10).
+    const line = bankSlipLine(1_640n, '1111122222333334444455555');
     const balanceBefore = h.simulator.state.balanceMinor;
     h.simulator.faults.update({ billPaymentFailRate: 1 });
     let opened;
@@ -130,7 +142,7 @@ describe('boleto redemptions through the gateway', () => {
       status: 'TRANSFERRED',
       redemption_in_flight: false,
     });
-    expect(await balance(a)).toMatchObject({ available: '7.00', promised: '3.00' });
+    expect(await balance(a)).toMatchObject({ available: '10.00', promised: '20.00' });
     expect(await balance(b)).toMatchObject({ pending: '0.00' });
     expect(await findViolations(h.t.db.pool)).toEqual([]);
     await replay(opened.workflow_id, 'redemption-boleto-failed');
@@ -138,7 +150,7 @@ describe('boleto redemptions through the gateway', () => {
     const again = await redeem(boletoRedeemBody(plc1, b, line));
     expect(again.statusCode, again.body).toBe(200);
     expect(await h.t.temporal.workflow.getHandle(again.json().workflow_id).result()).toMatchObject({ status: 'SETTLED' });
-    expect(await balance(a)).toMatchObject({ available: '7.00', promised: '0.00' });
+    expect(await balance(a)).toMatchObject({ available: '10.00', promised: '0.00' });
     expect(await findViolations(h.t.db.pool)).toEqual([]);
   });
 });

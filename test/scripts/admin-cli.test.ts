@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
@@ -120,5 +123,44 @@ describe('admin CLI', () => {
     const status = (await t.app.inject({ method: 'GET', url: '/api/v1/admin/canary/status?device_id=some-device-1', headers: admin })).json();
     expect(status.flags.find((flag: { name: string }) => flag.name === 'cli_flag')).toMatchObject({ rollout_percent: '100.00', status: 'full', eligible: false });
     expect((await runCli(['flag', 'list'], '', env)).stdout).toContain('cli_flag');
+  });
+});
+
+describe('admin CLI: fees-publish', () => {
+  it('publishes the next fee schedule version from a JSON file, the API shows it current; a malformed file publishes nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fees-publish-'));
+    const good = join(dir, 'v2.json');
+    writeFileSync(
+      good,
+      JSON.stringify({
+        description: 'Pix charged for Bronze',
+        rules: [
+          { rail: 'PIX', tier: null, fixed_minor: 10, rate_bps: 100, min_minor: 20, max_minor: 500 },
+          { rail: 'PIX', tier: 'PLATINUM', fixed_minor: 0, rate_bps: 0, min_minor: 0, max_minor: null },
+        ],
+      }),
+    );
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ description: 'twice', rules: [{ rail: 'PIX', tier: null, fixed_minor: 1, rate_bps: 0, min_minor: 0, max_minor: null }, { rail: 'PIX', tier: null, fixed_minor: 2, rate_bps: 0, min_minor: 0, max_minor: null }] }));
+    const refused = await runCli(['fees-publish', bad], '', env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('two rules for PIX/*');
+    const unknownRail = join(dir, 'rail.json');
+    writeFileSync(unknownRail, JSON.stringify({ description: 'ted', rules: [{ rail: 'TED', tier: null, fixed_minor: 1, rate_bps: 0, min_minor: 0, max_minor: null }] }));
+    expect((await runCli(['fees-publish', unknownRail], '', env)).code).toBe(2);
+    expect((await t.app.inject({ method: 'GET', url: '/api/v1/fees/schedule' })).json()).toMatchObject({ current_version: 1 });
+
+    const published = await runCli(['fees-publish', good], '', env);
+    expect(published).toMatchObject({ code: 0 });
+    expect(published.stdout).toContain('published fee schedule version 2');
+    const schedule = (await t.app.inject({ method: 'GET', url: '/api/v1/fees/schedule' })).json();
+    expect(schedule).toMatchObject({
+      version: 2,
+      description: 'Pix charged for Bronze',
+      rules: [
+        { rail: 'PIX', tier: null, fixed: '0.10', rate_bps: 100, min: '0.20', max: '5.00' },
+        { rail: 'PIX', tier: 'PLATINUM', fixed: '0.00' },
+      ],
+    });
   });
 });

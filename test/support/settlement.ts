@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { createSimulator, type Simulator } from '../../simulator/app.ts';
 import { buildBoleto } from '../../simulator/documents.ts';
+import { signFeeConsent } from '../../src/fees/consent.ts';
 import { freePort } from '../../infra/temporal-dev-server.ts';
 import {
   bytesToHex,
@@ -89,6 +90,18 @@ export function redeemBody(plc: Plc, bearer: TestWallet, pixKey: string, timesta
     bearer.keys.secretKey,
   );
   return { plc: plcToJson(plc), authorization: redeemAuthorizationToJson(authorization) };
+}
+
+/** The bearer's signed consent to a fee schedule version (a boleto redemption costs a fee: docs/limits-and-fees.md). */
+export function feeConsentBody(wallet: TestWallet, version: number = 1) {
+  const signed = signFeeConsent({ deviceId: 'phone-fees', scheduleVersion: version, operationTimestampMs: Date.now() }, wallet.keys.secretKey);
+  return {
+    public_key: wallet.pubkey,
+    schedule_version: version,
+    device_id: signed.deviceId,
+    operation_timestamp: signed.operationTimestampMs,
+    device_signature: bytesToHex(signed.signature),
+  };
 }
 
 /** A redeem body paying the boleto whose digitable line (digits only) the bearer signs. */

@@ -1,0 +1,310 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedemptionActivities, type OpenRedemptionInput } from '../../activities/redemption.ts';
+import { findViolations } from '../../db/ledger.ts';
+import { finishRedemption } from '../../db/redemptions.ts';
+import { fromTransferRecord } from '../../src/plc/register-transfers.ts';
+import { bytesToHex, chainHeadHash } from '../../src/protocol/index.ts';
+import { businessStatusKey, deviceIdKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
+import { createTestApp, type TestApp } from '../support/app.ts';
+import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+
+/**
+ * Progressive limits and reputation through the API (docs/limits-and-fees.md): a device's limits
+ * and owners, PLC create under them (20 concurrent creates past the daily limit), increase
+ * requests and their review, and the reputation routes. Ceilings here: 1,000.00 per PLC and
+ * 2,000.00 per 24 hours, so a new owner (STANDARD) has 500.00 and 1,000.00.
+ */
+let t: TestApp;
+let admin: Record<string, string>;
+
+beforeAll(async () => {
+  t = await createTestApp({ PLC_MAX_AMOUNT_MINOR: '100000', PLC_DAILY_LIMIT_MINOR: '200000', RATE_LIMIT_PLC_PER_MINUTE: '100000' });
+  await t.startWorker();
+  admin = await t.adminHeaders();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const deviceOf = () => `device-${randomUUID().slice(0, 8)}`;
+
+function create(wallet: TestWallet, amountMinor: bigint, deviceId: string) {
+  return t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: { 'x-device-id': deviceId }, payload: { plc: plcToJson(issue(wallet, { amountMinor })) } });
+}
+const limitsOf = (deviceId: string, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/plc/limits/${deviceId}${query}` });
+const requestIncrease = (payload: Record<string, unknown>) => t.app.inject({ method: 'POST', url: '/api/v1/plc/limits/increase-request', payload });
+const decide = (requestId: string, payload: Record<string, unknown>, headers = admin) =>
+  t.app.inject({ method: 'POST', url: `/api/v1/admin/plc-limits/requests/${requestId}/decide`, headers, payload });
+const adminGet = (url: string, headers = admin) => t.app.inject({ method: 'GET', url: `/api/v1/admin${url}`, headers });
+
+async function ownerWithDevice(fundAmount = '5000.00'): Promise<{ wallet: TestWallet; deviceId: string }> {
+  const wallet = newWallet();
+  const deviceId = deviceOf();
+  await t.deposit(wallet.pubkey, fundAmount);
+  expect((await create(wallet, 100n, deviceId)).statusCode).toBe(200);
+  return { wallet, deviceId };
+}
+
+describe('GET /api/v1/plc/limits/{device_id}', () => {
+  it("answers the device's owner, tier, effective limits and the last 24 hours' usage", async () => {
+    const { wallet, deviceId } = await ownerWithDevice();
+    const response = await limitsOf(deviceId);
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({
+      device_id: deviceId,
+      owner_id: wallet.pubkey,
+      tier: 'STANDARD',
+      score: 501,
+      settled_volume: '0.00',
+      max_amount: '500.00',
+      daily_limit: '1000.00',
+      source: 'TIER',
+      automatic: { max_amount: '500.00', daily_limit: '1000.00' },
+      ceiling: { max_amount: '1000.00', daily_limit: '2000.00' },
+      override: null,
+      usage: [{ currency: 'BRL', issued_last_24h: '1.00', remaining: '999.00' }],
+      other_owners: [],
+      increase_request: 'POST /api/v1/plc/limits/increase-request',
+    });
+  });
+
+  it('a device used by two owners answers for the latest one, lists the other, and answers either by owner_id; each keeps its own limits', async () => {
+    const { wallet: first, deviceId } = await ownerWithDevice();
+    const second = newWallet();
+    await t.deposit(second.pubkey, '100.00');
+    expect((await create(second, 300n, deviceId)).statusCode).toBe(200);
+    const latest = (await limitsOf(deviceId)).json();
+    expect(latest).toMatchObject({ owner_id: second.pubkey, usage: [{ issued_last_24h: '3.00' }] });
+    expect(latest.other_owners).toEqual([expect.objectContaining({ owner_id: first.pubkey, plcs: 1 })]);
+    const earlier = await limitsOf(deviceId, `?owner_id=${first.pubkey}`);
+    expect(earlier.json()).toMatchObject({ owner_id: first.pubkey, usage: [{ issued_last_24h: '1.00' }] });
+    expect((await limitsOf(deviceId, `?owner_id=${newWallet().pubkey}`)).json()).toMatchObject({ code: 'DEVICE_NOT_FOUND' });
+  });
+
+  it('404 DEVICE_NOT_FOUND for a device that never registered a PLC; 422 for a malformed device id or owner', async () => {
+    const unknown = await limitsOf(deviceOf());
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json()).toMatchObject({ code: 'DEVICE_NOT_FOUND' });
+    expect((await limitsOf('bad%20device')).statusCode).toBe(422);
+    expect((await limitsOf('device-1', '?owner_id=XYZ')).statusCode).toBe(422);
+  });
+});
+
+describe('PLC create under the progressive limits', () => {
+  it('20 concurrent creates that together pass the daily limit: exactly as many as fit go through, the rest are refused naming the limit and what is left', async () => {
+    const wallet = newWallet();
+    const deviceId = deviceOf();
+    await t.deposit(wallet.pubkey, '5000.00');
+    // STANDARD: 1,000.00 per 24 hours; 20 x 70.00 = 1,400.00, of which 14 fit (980.00).
+    const responses = await Promise.all(Array.from({ length: 20 }, () => create(wallet, 7_000n, deviceId)));
+    const statuses = responses.map((response) => response.statusCode);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(14);
+    expect(statuses.filter((status) => status === 409)).toHaveLength(6);
+    const refusal = responses.find((response) => response.statusCode === 409)?.json();
+    expect(refusal).toMatchObject({
+      code: 'PLC_DAILY_LIMIT_EXCEEDED',
+      details: { limit: 'daily_limit', daily_limit_minor: '100000', issued_last_24h_minor: '98000', remaining_minor: '2000', increase_request: 'POST /api/v1/plc/limits/increase-request' },
+    });
+    expect(refusal.message).toContain('2000 left');
+    const { rows } = await t.db.pool.query<{ sum: string; count: string }>('SELECT sum(amount_minor)::text AS sum, count(*)::text AS count FROM plcs WHERE issuer_owner_id = $1', [wallet.pubkey]);
+    expect(rows[0]).toEqual({ sum: '98000', count: '14' });
+    expect(await findViolations(t.db.pool)).toEqual([]);
+    // What is left still fits.
+    expect((await create(wallet, 2_000n, deviceId)).statusCode).toBe(200);
+  });
+
+  it('refuses a PLC above the tier\'s per-PLC limit (422 naming the limit and the route), below the ceiling', async () => {
+    const { wallet, deviceId } = await ownerWithDevice();
+    const response = await create(wallet, 50_001n, deviceId);
+    expect(response.statusCode).toBe(422);
+    expect(response.json().detail[0]).toMatchObject({ type: 'PLC_AMOUNT_ABOVE_MAXIMUM' });
+    expect(response.json().detail[0].msg).toContain('50000');
+    expect(response.json().detail[0].msg).toContain('POST /api/v1/plc/limits/increase-request');
+    expect((await create(wallet, 50_000n, deviceId)).statusCode).toBe(200);
+  });
+});
+
+describe('increase requests and their review', () => {
+  it('refuses bad requests with a stable code, changing nothing', async () => {
+    const { wallet, deviceId } = await ownerWithDevice();
+    const base = { device_id: deviceId, owner_id: wallet.pubkey, requested_max_amount: '800.00', requested_daily_limit: '1500.00', reason: 'growing shop' };
+    const cases: [Record<string, unknown>, number, string][] = [
+      [{ ...base, requested_max_amount: '400.00', requested_daily_limit: '900.00' }, 422, 'LIMIT_INCREASE_NOT_NEEDED'],
+      [{ ...base, requested_max_amount: '1000.01' }, 422, 'LIMIT_ABOVE_CEILING'],
+      [{ ...base, requested_daily_limit: '999999999.00' }, 422, 'LIMIT_ABOVE_CEILING'],
+      [{ ...base, requested_max_amount: '800.001' }, 422, 'INVALID_AMOUNT'],
+      [{ ...base, requested_max_amount: '-5.00' }, 422, 'INVALID_AMOUNT'],
+      [{ ...base, requested_max_amount: '0' }, 422, 'INVALID_AMOUNT'],
+      [{ ...base, reason: '' }, 422, 'too_small'],
+      [{ ...base, extra: 1 }, 422, 'unrecognized_keys'],
+      [{ ...base, device_id: deviceOf() }, 404, 'DEVICE_NOT_FOUND'],
+      [{ ...base, owner_id: newWallet().pubkey }, 404, 'DEVICE_NOT_FOUND'],
+    ];
+    for (const [payload, status, code] of cases) {
+      const response = await requestIncrease(payload);
+      expect(response.statusCode, JSON.stringify(payload)).toBe(status);
+      expect(status === 422 ? response.json().detail[0].type : response.json().code).toBe(code);
+    }
+    const { rows } = await t.db.pool.query('SELECT 1 FROM plc_limit_requests WHERE device_id = $1', [deviceId]);
+    expect(rows).toEqual([]);
+  });
+
+  it('opens one PENDING request per device, findable by device and owner; an approval sets the override, used by create; a second decision is 409', async () => {
+    const { wallet, deviceId } = await ownerWithDevice();
+    const opened = await requestIncrease({ device_id: deviceId, requested_max_amount: '800.00', requested_daily_limit: '1500.00', reason: 'growing shop' });
+    expect(opened.statusCode).toBe(200);
+    const request = opened.json();
+    expect(request).toMatchObject({
+      device_id: deviceId,
+      owner_id: wallet.pubkey,
+      status: 'PENDING',
+      requested: { max_amount: '800.00', daily_limit: '1500.00' },
+      current: { max_amount: '500.00', daily_limit: '1000.00' },
+      tier: 'STANDARD',
+      workflow_id: `limit-review-${request.request_id}`,
+      granted: null,
+    });
+    const description = await t.temporal.workflow.getHandle(request.workflow_id).describe();
+    expect(description.status.name).toBe('RUNNING');
+    expect(description.typedSearchAttributes.get(deviceIdKey)).toBe(deviceId);
+    expect(description.typedSearchAttributes.get(ownerIdKey)).toBe(wallet.pubkey);
+    expect(description.typedSearchAttributes.get(referenceIdKey)).toBe(request.request_id);
+    expect(description.typedSearchAttributes.get(businessStatusKey)).toBe('PENDING');
+
+    const second = await requestIncrease({ device_id: deviceId, requested_max_amount: '900.00', requested_daily_limit: '1500.00', reason: 'again' });
+    expect(second.statusCode).toBe(409);
+    expect(second.json()).toMatchObject({ code: 'LIMIT_REQUEST_ALREADY_OPEN', details: { open_request_id: request.request_id } });
+
+    const pending = await adminGet('/plc-limits/pending?limit=200');
+    expect(pending.statusCode).toBe(200);
+    expect(pending.json().map((row: { request_id: string }) => row.request_id)).toContain(request.request_id);
+    expect((await adminGet('/plc-limits/pending?limit=0')).statusCode).toBe(422);
+    expect((await adminGet('/plc-limits/pending?limit=201')).statusCode).toBe(422);
+
+    expect((await decide(request.request_id, { decision: 'APPROVE', granted_max_amount: '1000.01' })).json().detail[0].type).toBe('LIMIT_ABOVE_CEILING');
+    expect((await decide(request.request_id, { decision: 'MAYBE' })).statusCode).toBe(422);
+    expect((await decide(request.request_id, { decision: 'APPROVE', valid_days: 0 })).statusCode).toBe(422);
+    expect((await decide(randomUUID(), { decision: 'REJECT' })).json()).toMatchObject({ code: 'LIMIT_REQUEST_NOT_FOUND' });
+    expect((await decide(request.request_id, { decision: 'REJECT' }, {})).statusCode).toBe(401);
+
+    const approved = await decide(request.request_id, { decision: 'APPROVE', granted_max_amount: '700.00', valid_days: 10, note: 'invoices checked' });
+    expect(approved.statusCode).toBe(200);
+    expect(approved.json()).toMatchObject({ status: 'APPROVED', granted: { max_amount: '700.00', daily_limit: '1500.00' }, decision_note: 'invoices checked' });
+    const endsAt = Date.parse(approved.json().override_ends_at);
+    expect(Math.abs(endsAt - Date.now() - 10 * 86_400_000)).toBeLessThan(60_000);
+    expect(await t.temporal.workflow.getHandle(request.workflow_id).result()).toMatchObject({ status: 'APPROVED' });
+
+    const twice = await decide(request.request_id, { decision: 'REJECT' });
+    expect(twice.statusCode).toBe(409);
+    expect(twice.json()).toMatchObject({ code: 'LIMIT_REQUEST_NOT_PENDING', details: { status: 'APPROVED' } });
+
+    const view = await adminGet(`/plc-limits/${deviceId}`);
+    expect(view.statusCode).toBe(200);
+    expect(view.json()).toMatchObject({ source: 'OVERRIDE', max_amount: '700.00', daily_limit: '1500.00', automatic: { max_amount: '500.00' } });
+    expect(view.json().override).toMatchObject({ request_id: request.request_id, max_amount: '700.00', daily_limit: '1500.00' });
+    expect(view.json().requests).toEqual([expect.objectContaining({ request_id: request.request_id, status: 'APPROVED' })]);
+    // The override is the device's and this owner's: a create from it may now carry 700.00.
+    expect((await create(wallet, 70_000n, deviceId)).statusCode).toBe(200);
+    expect((await create(wallet, 70_001n, deviceId)).statusCode).toBe(422);
+    // The same owner from another device has its tier's limits.
+    expect((await create(wallet, 60_000n, deviceOf())).statusCode).toBe(422);
+    // Decided: a new request may be opened.
+    expect((await requestIncrease({ device_id: deviceId, requested_max_amount: '900.00', requested_daily_limit: '1500.00', reason: 'more' })).statusCode).toBe(200);
+  });
+
+  it('a rejection changes no limit; of two decisions sent at once, one is recorded and the other is a 409', async () => {
+    const { deviceId } = await ownerWithDevice();
+    const request = (await requestIncrease({ device_id: deviceId, requested_max_amount: '600.00', requested_daily_limit: '1000.00', reason: 'why not' })).json();
+    const both = await Promise.all([
+      decide(request.request_id, { decision: 'REJECT', note: 'no history yet' }),
+      decide(request.request_id, { decision: 'REJECT', note: 'no history yet' }),
+    ]);
+    expect(both.map((response) => response.statusCode).sort()).toEqual([200, 409]);
+    const rejected = both.find((response) => response.statusCode === 200)!;
+    expect(both.find((response) => response.statusCode === 409)!.json()).toMatchObject({ code: 'LIMIT_REQUEST_NOT_PENDING' });
+    expect(rejected.json()).toMatchObject({ status: 'REJECTED', granted: null, override_ends_at: null });
+    expect((await limitsOf(deviceId)).json()).toMatchObject({ source: 'TIER', max_amount: '500.00', override: null });
+    expect((await decide(request.request_id, { decision: 'APPROVE' })).statusCode).toBe(409);
+  });
+
+  it('admin GET /plc-limits/{device_id}: 404 for an unknown device, 401 without a token', async () => {
+    expect((await adminGet(`/plc-limits/${deviceOf()}`)).json()).toMatchObject({ code: 'DEVICE_NOT_FOUND' });
+    expect((await adminGet(`/plc-limits/${deviceOf()}`, {})).statusCode).toBe(401);
+  });
+});
+
+describe('reputation routes', () => {
+  it('stats, list, detail and history of owners moved by real events (creates, a settled and a failed redemption)', async () => {
+    const [issuer, bearer] = [newWallet(), newWallet()];
+    await t.deposit(issuer.pubkey, '500.00');
+    const deviceId = deviceOf();
+    const activities = createRedemptionActivities({ pool: t.db.pool, gateway: {} as never, temporal: {} as never });
+    const redeem = async (amountMinor: bigint, outcome: 'SETTLED' | 'FAILED') => {
+      const plc = issue(issuer, { amountMinor });
+      expect((await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: { 'x-device-id': deviceId }, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
+      const chain = hop(plc, issuer, bearer);
+      const input: OpenRedemptionInput = {
+        redemptionId: randomUUID(),
+        tokenId: plc.commitment.tokenId,
+        bearerPubkey: bearer.pubkey,
+        headHash: bytesToHex(chainHeadHash(chain)),
+        destination: 'payee@example.com',
+        destinationType: 'EMAIL',
+        deviceId,
+        feeMinor: '0',
+        presented: chain.transferChain.map(fromTransferRecord),
+        expiryGraceMs: 300_000,
+      };
+      await activities.openRedemption(input);
+      await finishRedemption(t.db.pool, input.redemptionId, outcome === 'SETTLED' ? { status: 'SETTLED', gatewayStatus: 'DONE' } : { status: 'FAILED', gatewayStatus: 'FAILED', reason: 'test' });
+      return input.redemptionId;
+    };
+    const settled = await redeem(25_000n, 'SETTLED');
+    const failed = await redeem(1_000n, 'FAILED');
+
+    // The bearer: +5 +2 (250.00 settled), -10 (a failed redemption).
+    const detail = await adminGet(`/reputation/${bearer.pubkey}`);
+    expect(detail.statusCode).toBe(200);
+    expect(detail.json()).toMatchObject({
+      owner_id: bearer.pubkey,
+      score: 497,
+      tier: 'STANDARD',
+      sanctioned: false,
+      settled_volume: '250.00',
+      events: 2,
+      tier_bounds: { score_min: 400, score_max: 599 },
+      next_tier: { tier: 'TRUSTED', points_needed: 103 },
+      limits: { max_amount: '500.00', daily_limit: '1025.00', tier_max_amount_bp: 5000, tier_daily_limit_bp: 5000 },
+    });
+    const history = await adminGet(`/reputation/${bearer.pubkey}/history?limit=10`);
+    expect(history.json().map((event: Record<string, unknown>) => [event.kind, event.delta, event.reference, event.score_after, event.tier_after])).toEqual([
+      ['REDEMPTION_FAILED', -10, failed, 497, 'STANDARD'],
+      ['REDEMPTION_SETTLED', 7, settled, 507, 'STANDARD'],
+    ]);
+    expect((await adminGet(`/reputation/${bearer.pubkey}/history?limit=1`)).json()).toHaveLength(1);
+    expect((await adminGet(`/reputation/${issuer.pubkey}`)).json()).toMatchObject({ score: 502 });
+
+    const stats = await adminGet('/reputation/stats');
+    expect(stats.statusCode).toBe(200);
+    expect(stats.json().owners).toBeGreaterThanOrEqual(2);
+    expect(stats.json().tiers.map((row: { tier: string }) => row.tier)).toEqual(['RESTRICTED', 'BASIC', 'STANDARD', 'TRUSTED', 'PREMIUM']);
+    expect(stats.json().tiers[4]).toMatchObject({ max_amount: '1000.00', daily_limit: '2000.00' });
+
+    const byScoreAsc = (await adminGet('/reputation/list?sort_by=score&sort_dir=asc&limit=200')).json();
+    const scores = byScoreAsc.map((row: { score: number }) => row.score);
+    expect(scores).toEqual([...scores].sort((a, b) => a - b));
+    expect(byScoreAsc.map((row: { owner_id: string }) => row.owner_id)).toContain(bearer.pubkey);
+    const byDefault = (await adminGet('/reputation/list')).json();
+    expect(byDefault.map((row: { score: number }) => row.score)).toEqual([...byDefault.map((row: { score: number }) => row.score)].sort((a, b) => b - a));
+    expect((await adminGet('/reputation/list?tier=PREMIUM')).json()).toEqual([]);
+    expect((await adminGet('/reputation/list?limit=1&offset=1')).json()).toHaveLength(1);
+    for (const query of ['tier=GOLD', 'sort_by=name', 'sort_dir=up', 'limit=0', 'limit=201', 'offset=-1']) {
+      expect((await adminGet(`/reputation/list?${query}`)).statusCode, query).toBe(422);
+    }
+    expect((await adminGet(`/reputation/${newWallet().pubkey}`)).json()).toMatchObject({ code: 'REPUTATION_NOT_FOUND' });
+    expect((await adminGet(`/reputation/${newWallet().pubkey}/history`)).statusCode).toBe(404);
+    expect((await adminGet('/reputation/stats', {})).statusCode).toBe(401);
+    expect(await findViolations(t.db.pool)).toEqual([]);
+  });
+});
