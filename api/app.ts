@@ -21,6 +21,7 @@ import { adminRedemptionRoutes } from './routes/admin-redemptions.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { adminLedgerRoutes } from './routes/admin-ledger.ts';
 import { adminPlcRoutes } from './routes/admin-plc.ts';
+import { adminBlocklistRoutes, blocklistRoutes } from './routes/blocklist.ts';
 import { adminReputationRoutes } from './routes/admin-reputation.ts';
 import { adminPlcLimitRoutes, plcLimitRoutes } from './routes/plc-limits.ts';
 import { adminQueueRoutes } from './routes/admin-queues.ts';
@@ -126,6 +127,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(adminLedgerRoutes, { prefix: '/api/v1/admin' });
   await app.register(plcRoutes, { prefix: '/api/v1' });
   await app.register(adminPlcRoutes, { prefix: '/api/v1/admin' });
+  await app.register(blocklistRoutes, { prefix: '/api/v1' });
+  await app.register(adminBlocklistRoutes, { prefix: '/api/v1/admin' });
   await app.register(plcLimitRoutes, { prefix: '/api/v1' });
   await app.register(adminPlcLimitRoutes, { prefix: '/api/v1/admin' });
   await app.register(adminReputationRoutes, { prefix: '/api/v1/admin' });

@@ -60,6 +60,21 @@ export const routeExtensions: readonly RouteExtension[] = [
     reason:
       'the operators\' main job (design brief: "operators can retry a failed settlement from the API"): retry one stalled or stuck settlement as a step of its own workflow, sharing the pending-transfers tool\'s gateway read and resume path, where that tool retries a whole batch',
   },
+  {
+    operation: 'GET /api/v1/blocklist',
+    reason:
+      'the signed blocklist (issue 21; BIS Project Polaris recommends one): every key a proven fork blocked, complete and versioned, signed by the service (docs/protocol.md section 18), so that a wallet offline refuses a PLC a blocked key issued or signed; the spec has no way to tell wallets which keys cheated',
+  },
+  {
+    operation: 'GET /api/v1/admin/blocklist',
+    reason:
+      'the operators\' view of the blocklist: each block with the fork\'s risk flag behind it and any lift (who, when, why), and the current list version; the spec\'s risk flags say a fork happened, not that its key is refused',
+  },
+  {
+    operation: 'POST /api/v1/admin/blocklist/{pubkey}/lift',
+    reason:
+      'an admin lifts a block with a reason, recorded with the entry, and the next list version leaves the key out (issue 21): a block is automatic on proof, its end is a human decision',
+  },
 ];
 
 /** Whether `METHOD /path` (OpenAPI form) is covered by an entry of `routeExtensions`. */

@@ -5,7 +5,7 @@ import { many, maybeOne, one } from './sql.ts';
 
 /**
  * The fee schedule's versions and rules, the owners' consents, and B2B quotes (migration
- * 27_fees). Versions are immutable (the migration's triggers refuse changes), so what a consent
+ * 26_fees). Versions are immutable (the migration's triggers refuse changes), so what a consent
  * agreed to is what its version says for ever.
  */
 
@@ -47,7 +47,7 @@ export async function currentFeeScheduleVersion(db: Queryable): Promise<number> 
     name: 'fees-current-version',
     text: 'SELECT max(version) AS version FROM fee_schedule_versions WHERE published_at <= now()',
   });
-  if (row.version === null) throw new Error('no fee schedule version is published (migration 27 seeds version 1)');
+  if (row.version === null) throw new Error('no fee schedule version is published (migration 26_fees seeds version 1)');
   return row.version;
 }
 
@@ -62,7 +62,7 @@ export async function getFeeSchedule(db: Queryable, version: number): Promise<Fe
   const rules = await many(db, ruleRow, {
     name: 'fees-rules',
     text: `SELECT rail, tier, fixed_minor, rate_bps, min_minor, max_minor FROM fee_rules WHERE version = $1
-            ORDER BY rail, CASE tier WHEN 'BRONZE' THEN 1 WHEN 'SILVER' THEN 2 WHEN 'GOLD' THEN 3 WHEN 'PLATINUM' THEN 4 ELSE 0 END`,
+            ORDER BY rail, CASE tier WHEN 'RESTRICTED' THEN 1 WHEN 'BASIC' THEN 2 WHEN 'STANDARD' THEN 3 WHEN 'TRUSTED' THEN 4 WHEN 'PREMIUM' THEN 5 ELSE 0 END`,
     values: [version],
   });
   return { version: head.version, description: head.description, publishedAt: head.published_at, rules: rules.map(toRule) };

@@ -7,6 +7,7 @@ import { plcStatuses, type PlcStatus } from '../src/plc/lifecycle.ts';
 import type { Currency } from '../src/money/currency.ts';
 import type { KnownRecord, RegistrationDecision } from '../src/plc/register-transfers.ts';
 import { postingLegs, postTransaction, toLedgerError } from './ledger.ts';
+import { keyBlockedError } from './blocklist.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
@@ -136,6 +137,9 @@ function remainingMinor(limit: unknown, issued: unknown): string {
 /** Maps `plc_issue`'s refusals (migration 11) to domain errors; the ledger's own go through toLedgerError. */
 function toIssueError(error: unknown, tokenId: string): unknown {
   const pgError = error as Partial<DatabaseError>;
+  // Migration 28: the issuer's key is blocked.
+  const blocked = keyBlockedError(error);
+  if (blocked !== null) return blocked;
   switch (pgError.code) {
     case 'PL101':
       return new DomainError('PLC_ALREADY_EXISTS', 'another PLC with this token id exists', { token_id: tokenId });
@@ -408,7 +412,10 @@ export async function appendTransfersBatch(db: Queryable, items: readonly Pendin
 }
 
 export interface TransferAppender {
-  /** The new head, or null when the PLC was not as read; a constraint violation is thrown as it came. */
+  /**
+   * The new head, or null when the PLC was not as read; a hop signed by a blocked key is thrown as
+   * KEY_BLOCKED, any other constraint violation as it came.
+   */
   append(item: PendingAppend): Promise<PlcHead | null>;
 }
 
@@ -446,7 +453,13 @@ export function createTransferAppender(pool: Pool, options: { maxBatch: number; 
     },
     { name: 'transfer-append', ...options },
   );
-  return { append: (item) => group.submit(item) };
+  // A hop signed by a blocked key (migration 27_key_blocklist) is that item's refusal: KEY_BLOCKED.
+  return {
+    append: (item) =>
+      group.submit(item).catch((error: unknown) => {
+        throw keyBlockedError(error) ?? error;
+      }),
+  };
 }
 
 /** Stores verified transfer records at their positions (the chain's one-successor and nonce constraints apply). */

@@ -3,6 +3,7 @@ import { DomainError } from '../src/errors.ts';
 import { payoutDestinationTypes, type PayoutDestinationType, type PayoutRail } from '../src/settlement/payout-destination.ts';
 import { moneyModel } from '../src/ledger/money-model.ts';
 import type { KnownRecord, RegistrationDecision } from '../src/plc/register-transfers.ts';
+import { keyBlockedError } from './blocklist.ts';
 import { postTransaction } from './ledger.ts';
 import { insertTransferRecords, isUniqueViolation, listTransfers, plcRow, toKnownRecord, type PlcRow } from './plcs.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
@@ -142,7 +143,8 @@ export async function openRedemption(
         token_id: request.tokenId,
       });
     }
-    throw error;
+    // Migration 28: a new hop signed by a blocked key, or a blocked bearer. Nothing was written.
+    throw keyBlockedError(error) ?? error;
   }
 }
 

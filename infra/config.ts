@@ -1,4 +1,9 @@
 import { z } from 'zod';
+import { bytesToHex } from '../src/protocol/bytes.ts';
+import { developmentBlocklistSeed } from '../src/protocol/blocklist.ts';
+
+/** The blocklist's published development seed (src/protocol/blocklist.ts), refused in production. */
+const developmentBlocklistSeedHex = bytesToHex(developmentBlocklistSeed);
 
 /**
  * The service's configuration, read once from the environment at start. Every variable is listed
@@ -240,12 +245,23 @@ export const configSchema = z
     /** Port of the SMTP sink `npm start` runs when SMTP_URL is unset (messages kept under DATA_DIR/mail). */
     SMTP_SINK_PORT: z.coerce.number().int().min(0).max(65535).default(2525),
 
+    /**
+     * The blocklist's signing key (docs/protocol.md section 18): the 32-byte Ed25519 seed, 64 hex
+     * digits. Unset: the published development seed, SHA-256("svc:blocklist:development-key"),
+     * whose secret anyone can read; required, and refused if it is that one, in production.
+     */
+    BLOCKLIST_SIGNING_SEED: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits (a 32-byte Ed25519 seed)')
+      .transform((value) => value.toLowerCase())
+      .optional(),
+
     /** Offers /docs (the interactive OpenAPI page); on by default. */
     API_DOCS_ENABLED: booleanFromEnv.default(true),
   })
   .superRefine((config, ctx) => {
     if (config.APP_ENV === 'production') {
-      for (const key of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'JWT_SECRET', 'PIN_PEPPER'] as const) {
+      for (const key of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'JWT_SECRET', 'PIN_PEPPER', 'BLOCKLIST_SIGNING_SEED'] as const) {
         if (config[key] === undefined) {
           ctx.addIssue({ code: 'custom', path: [key], message: 'is required when APP_ENV=production' });
         }
@@ -256,6 +272,9 @@ export const configSchema = z
         if (config[key].startsWith('sim-')) {
           ctx.addIssue({ code: 'custom', path: [key], message: 'must be set to the real gateway credential when APP_ENV=production' });
         }
+      }
+      if (config.BLOCKLIST_SIGNING_SEED === developmentBlocklistSeedHex) {
+        ctx.addIssue({ code: 'custom', path: ['BLOCKLIST_SIGNING_SEED'], message: 'is the published development seed: set a secret one when APP_ENV=production' });
       }
       if (config.DEV_ENDPOINTS_ENABLED === true) {
         ctx.addIssue({ code: 'custom', path: ['DEV_ENDPOINTS_ENABLED'], message: 'must be false when APP_ENV=production' });
@@ -334,6 +353,7 @@ export const secretConfigKeys = [
   'SUPABASE_WEBHOOK_TOKEN',
   'PIN_PEPPER',
   'SMTP_URL',
+  'BLOCKLIST_SIGNING_SEED',
 ] as const;
 
 export function webhookAutoHealEnabled(config: Config): boolean {

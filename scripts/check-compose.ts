@@ -19,7 +19,7 @@ if (validator === undefined) {
   const [bin, ...rest] = validator.split(' ') as [string, ...string[]];
   const result = spawnSync(bin, [...rest, '-f', 'docker-compose.yml', 'config', '-q'], {
     encoding: 'utf8',
-    env: { ...process.env, JWT_SECRET: 'x'.repeat(32), PIN_PEPPER: 'p'.repeat(32), ADMIN_PASSWORD: 'check-only-password' },
+    env: { ...process.env, JWT_SECRET: 'x'.repeat(32), PIN_PEPPER: 'p'.repeat(32), BLOCKLIST_SIGNING_SEED: 'b'.repeat(64), ADMIN_PASSWORD: 'check-only-password' },
   });
   if (result.status !== 0) problems.push(`${validator} config failed:\n${result.stderr}${result.stdout}`);
   else process.stdout.write(`${validator} config: docker-compose.yml is valid\n`);

@@ -1,5 +1,7 @@
 import { currentFeeScheduleVersion, getFeeConsent, getFeeSchedule, latestFeeConsent, recordFeeConsent, type FeeConsentRow, type FeeScheduleVersion } from '../db/fees.ts';
 import type { Queryable } from '../db/pool.ts';
+import { getReputation } from '../db/reputation.ts';
+import { initialReputation, tierOf } from '../src/reputation/rules.ts';
 import { DomainError } from '../src/errors.ts';
 import { formatAmount, isCurrency } from '../src/money/currency.ts';
 import { verifyFeeConsent, type SignedFeeConsent } from '../src/fees/consent.ts';
@@ -20,15 +22,12 @@ export function feeRailOf(settlementRail: SettlementRail): FeeRail {
 }
 
 /**
- * The owner's reputation tier, the one place fees read it. BRONZE (the lowest) when nothing is
- * known of the owner.
+ * The owner's reputation tier, the one place fees read it (docs/limits-and-fees.md): the tier of
+ * its reputation row, or the tier every owner starts in (STANDARD, score 500) when it has none yet.
  */
 export async function tierOfOwner(db: Queryable, ownerId: string): Promise<FeeTier> {
-  // Not yet wired to the reputation tiers (db/reputation.ts, RESTRICTED to PREMIUM): their
-  // mapping to the fee tiers is decided at the merge of issue 21, here and nowhere else.
-  void db;
-  void ownerId;
-  return Promise.resolve('BRONZE');
+  const reputation = await getReputation(db, ownerId);
+  return reputation === null ? tierOf(initialReputation.score, initialReputation.sanctioned) : reputation.tier;
 }
 
 export interface PricedFee extends FeeBreakdown {
@@ -56,14 +55,14 @@ function price(schedule: FeeScheduleVersion, rail: FeeRail, tier: FeeTier, amoun
 /**
  * The fee for an amount on a rail, without any side effect. With an owner: the owner's tier and
  * the version it consented to (its latest consent), else the current version. Without one: the
- * tier given (BRONZE by default) and the version given, else the current one.
+ * tier given (BASIC by default) and the version given, else the current one.
  */
 export async function estimateFee(
   db: Queryable,
   input: { amountMinor: bigint; rail: FeeRail; ownerId?: string | undefined; tier?: FeeTier | undefined; version?: number | undefined },
 ): Promise<PricedFee> {
   const consent = input.ownerId === undefined ? null : await latestFeeConsent(db, input.ownerId);
-  const tier = input.tier ?? (input.ownerId === undefined ? 'BRONZE' : await tierOfOwner(db, input.ownerId));
+  const tier = input.tier ?? (input.ownerId === undefined ? 'BASIC' : await tierOfOwner(db, input.ownerId));
   const version = input.version ?? consent?.version ?? (await currentFeeScheduleVersion(db));
   const schedule = await scheduleOrThrow(db, version);
   const { rule, breakdown } = price(schedule, input.rail, tier, input.amountMinor);

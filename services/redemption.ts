@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { activeBlock, keyBlockedRefusal } from '../db/blocklist.ts';
 import type { Pool } from '../db/pool.ts';
 import { getRedemption, type RedemptionRow } from '../db/redemptions.ts';
 import { isAuthorizationUsed } from '../db/used-authorizations.ts';
@@ -56,7 +57,7 @@ export interface RedemptionService {
    * Checks the chain (verification, fork, record clocks) and the authorisation, then opens the
    * redemption; answers the redemption as opened (PENDING_PAYMENT). Refuses with the domain's
    * errors (409 `DOUBLE_SPEND_DETECTED`, `PLC_MISMATCH`, `NOT_CURRENT_BEARER`,
-   * `AUTHORIZATION_REPLAYED`, `FEE_CONSENT_REQUIRED`, `FEE_EXCEEDS_AMOUNT`, and what the opening refuses: `PLC_ALREADY_REDEEMED`,
+   * `AUTHORIZATION_REPLAYED`, `FEE_CONSENT_REQUIRED`, `FEE_EXCEEDS_AMOUNT`, `KEY_BLOCKED` (a blocked bearer, or a new hop a blocked key signed), and what the opening refuses: `PLC_ALREADY_REDEEMED`,
    * `PLC_NOT_REDEEMABLE`, `PLC_EXPIRED`, ...; 422 `PLC_INVALID`, `UNSUPPORTED_RAIL`,
    * `BOLETO_INVALID`, `BOLETO_AMOUNT_MISMATCH`,
    * `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`; 404 `PLC_NOT_FOUND`).
@@ -80,6 +81,11 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
     // Each authorisation is accepted once (docs/protocol.md 9.4): a quick refusal here; the
     // redemption's opening transaction records it and decides a race.
     if (await isAuthorizationUsed(pool, authorized.authorizationHash)) throw authorizationReplayed();
+    // A blocked bearer (docs/protocol.md section 18) is refused before any workflow starts. The
+    // opening transaction refuses it again (migration 27_key_blocklist's trigger), with a new hop the request
+    // brings that a blocked key signed: a block made meanwhile is not missed.
+    const block = await activeBlock(pool, authorized.bearerPubkey);
+    if (block !== null) throw keyBlockedRefusal(authorized.bearerPubkey, 'bearer', block.id);
     // The fee, by the schedule version the bearer consented to: refused here, before anything is
     // booked, when it charges a fee the bearer never consented to (docs/limits-and-fees.md).
     const fee = await redemptionFee(pool, {

@@ -83,6 +83,8 @@ export function createTransferService(deps: TransferServiceDeps): TransferServic
       head = await transferAppender.append(pending);
     } catch (error) {
       // The one-successor or nonce constraint: a competing registration got in between.
+      // KEY_BLOCKED (a new hop a blocked key signed, docs/protocol.md section 18) comes from the
+      // appender as the refusal of this item alone, and goes out as it came.
       if (!isUniqueViolation(error)) throw error;
       head = null;
     }

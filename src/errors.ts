@@ -49,6 +49,10 @@ export const errorCodes = [
   'AUTHORIZATION_STALE',
   'AUTHORIZATION_REPLAYED',
   'RISK_FLAG_NOT_FOUND',
+  // The blocklist (docs/protocol.md section 18): a key a fork proved to cheat is refused as
+  // issuer, hop signer and bearer; an admin lifts a block that is in force.
+  'KEY_BLOCKED',
+  'KEY_NOT_BLOCKED',
   // Settlement
   'PLC_ALREADY_REDEEMED',
   'PLC_NOT_REDEEMABLE',

@@ -83,6 +83,8 @@ export interface RedemptionWorkflowInput {
    * gateway); one whose fate is unknown is left PENDING for the operator.
    */
   operatorWaitMs?: number;
+  /** How long a run started without `resume` waits for its opening update; default 5 minutes. */
+  openWaitMs?: number;
 }
 
 /** Seven days: a stuck payout waits this long for an operator by default. */
@@ -165,8 +167,16 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
     const loaded = await activities.loadRedemption({ redemptionId: input.redemptionId });
     if (loaded === null) refusedCode = 'NOT_FOUND';
     else opened = loaded;
-  } else if (!(await condition(() => opened !== undefined || refusedCode !== undefined, '5 minutes'))) {
-    refusedCode = 'NO_OPEN_UPDATE';
+  } else if (!(await condition(() => opened !== undefined || refusedCode !== undefined, input.openWaitMs ?? '5 minutes'))) {
+    // No opening update came. Its local activity may still have committed the row: an update whose
+    // workflow task timed out (a worker stalled past the task timeout) and whose caller had given up
+    // is not delivered again, so the row (the bearer's money in PENDING) would be left with no
+    // workflow to pay or revert it. Such a row is adopted; without one the run is refused.
+    if (patched('redemption-adopt-unacknowledged-open')) {
+      const loaded = await activities.loadRedemption({ redemptionId: input.redemptionId });
+      if (opened === undefined && loaded !== null) opened = loaded;
+    }
+    if (opened === undefined) refusedCode ??= 'NO_OPEN_UPDATE';
   }
   if (opened === undefined) {
     await condition(allHandlersFinished);

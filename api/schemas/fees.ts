@@ -17,7 +17,7 @@ export const feeEstimateRequest = z.strictObject({
   owner_id: ownerIdSchema
     .optional()
     .describe("the owner paid out (a bearer's public key in hex): its tier and the version it consented to price the estimate"),
-  tier: feeTierSchema.optional().describe("price for this tier instead of the owner's (without owner_id the default is BRONZE)"),
+  tier: feeTierSchema.optional().describe("price for this tier instead of the owner's (without owner_id the default is BASIC)"),
   schedule_version: scheduleVersionSchema.optional().describe("price by this version instead of the owner's consented or the current one"),
 });
 

@@ -41,6 +41,7 @@ import { WalletError, type ServerRefusal } from './errors.ts';
 import { qrForTerminal, qrImageFormatOf, readQrImage, writeQrImage } from './qr.ts';
 import { describeLife, holderState, renderPlc } from './format.ts';
 import { getJson, postJson, serverPaths } from './http.ts';
+import { blockedSignersOf, describeBlocklist, describeTrustedKey, downloadBlocklist, keptBlocklist, type KeptBlocklist } from './blocklist.ts';
 import { checkBoletoLine } from '../../src/settlement/boleto.ts';
 import { pixKeyType } from '../../src/settlement/pix-key.ts';
 import { signFeeConsent } from '../../src/fees/consent.ts';
@@ -55,6 +56,7 @@ import {
   redeemAttemptsMax,
   saveToken,
   serverUrlSchema,
+  setWalletBlocklistKey,
   setWalletServer,
   withWalletLock,
   type RedeemAttempt,
@@ -175,16 +177,43 @@ export function showKeyCommand(context: CommandContext): string {
   return [`public_key: ${bytesToHex(wallet.keyPair.publicKey)}`, `device_id:  ${wallet.deviceId}`].join('\n');
 }
 
-/** `config`: shows the remembered server; `--server URL` remembers one, `--forget-server` forgets it. */
-export function configCommand(context: CommandContext, options: { readonly server: string | undefined; readonly forget: boolean }): string {
+/**
+ * `config`: shows the remembered server and the blocklist's trusted key; `--server URL` remembers a
+ * server, `--forget-server` forgets it; `--blocklist-key HEX` sets the service key the blocklist
+ * must be signed with (`--blocklist-key development` goes back to the published development key).
+ */
+export function configCommand(
+  context: CommandContext,
+  options: { readonly server: string | undefined; readonly forget: boolean; readonly blocklistKey?: string | undefined },
+): string {
   loadWallet(context.dir);
   if (options.server !== undefined && options.forget) throw new WalletError('usage', 'config takes --server URL or --forget-server, not both');
-  if (options.server !== undefined || options.forget) {
+  const blocklistKey = options.blocklistKey === undefined ? undefined : checkBlocklistKey(options.blocklistKey);
+  if (options.server !== undefined || options.forget || blocklistKey !== undefined) {
     const server = options.server === undefined ? undefined : checkServerUrl(options.server);
-    withWalletLock(context.dir, () => setWalletServer(context.dir, server));
+    withWalletLock(context.dir, () => {
+      if (options.server !== undefined || options.forget) setWalletServer(context.dir, server);
+      if (blocklistKey !== undefined) setWalletBlocklistKey(context.dir, blocklistKey === 'development' ? undefined : blocklistKey);
+    });
   }
   const wallet = loadWallet(context.dir);
-  return `server: ${wallet.server ?? '(none: online commands need --server)'}`;
+  return [`server: ${wallet.server ?? '(none: online commands need --server)'}`, `blocklist key: ${describeTrustedKey(wallet)}`].join('\n');
+}
+
+function checkBlocklistKey(value: string): string {
+  if (value === 'development') return value;
+  if (!/^[0-9a-f]{64}$/.test(value) || !isValidPublicKey(hexToBytes(value, 32))) {
+    throw new WalletError('usage', '--blocklist-key must be an Ed25519 public key in 64 lowercase hex digits, or "development"');
+  }
+  return value;
+}
+
+/** `blocklist`: downloads the service's signed blocklist, verifies it and keeps it (docs/protocol.md section 18). */
+export async function blocklistCommand(context: CommandContext, options: { readonly server: string | undefined }): Promise<string> {
+  const wallet = loadWallet(context.dir);
+  const server = requireServer(wallet, options.server, 'blocklist');
+  const kept = await downloadBlocklist(wallet, server, context.nowMs(), context.notice);
+  return [`blocklist: ${describeBlocklist(kept)}`, `signed by: ${describeTrustedKey(wallet)}`, ...kept.list.keys.map((key) => `blocked: ${bytesToHex(key)}`)].join('\n');
 }
 
 export interface CreateOptions {
@@ -491,6 +520,25 @@ export async function sendCommand(context: CommandContext, options: SendOptions)
 
 export interface ReceiveOptions {
   readonly input: { readonly file: string } | { readonly text: string } | { readonly image: string };
+  /** Where to refresh the blocklist first (else the remembered server; none: the kept list as it is). */
+  readonly server?: string | undefined;
+}
+
+/**
+ * The blocklist `receive` checks against: refreshed from the server when one is known (a failure
+ * to download is reported, and the kept list is used), else the kept one; undefined when the
+ * wallet has none.
+ */
+async function blocklistForReceive(context: CommandContext, wallet: Wallet, server: string | undefined): Promise<KeptBlocklist | undefined> {
+  if (server !== undefined) {
+    try {
+      return await downloadBlocklist(wallet, server, context.nowMs(), context.notice);
+    } catch (error) {
+      if (error instanceof WalletError && error.code === 'blocklist_rollback') throw error;
+      context.notice(`warning: could not refresh the blocklist (${error instanceof Error ? error.message : String(error)}); using the kept one`);
+    }
+  }
+  return keptBlocklist(wallet, context.notice);
 }
 
 async function readInput(options: ReceiveOptions): Promise<string> {
@@ -538,6 +586,18 @@ export async function receiveCommand(context: CommandContext, options: ReceiveOp
     throw new WalletError('not_addressed_to_this_wallet', `the last transfer goes to ${bytesToHex(verification.bearerPublicKey)}, not to this wallet`);
   }
   if (plc.transferChain.length === 0) throw new WalletError('nothing_to_receive', 'the PLC carries no transfer to this wallet');
+  const blocklist = await blocklistForReceive(context, wallet, serverOf(wallet, options.server));
+  if (blocklist === undefined) {
+    context.notice('warning: this wallet keeps no blocklist ("wallet blocklist --server URL" downloads it): signers not checked against it');
+  } else {
+    const blocked = blockedSignersOf(plc, blocklist.list);
+    if (blocked.length > 0) {
+      throw new WalletError(
+        'blocked_signer',
+        `the PLC carries a signature by ${blocked.join(', ')}, on the service's blocklist (version ${blocklist.list.version}): a key proven to have spent a PLC twice; refused`,
+      );
+    }
+  }
 
   return withWalletLock(context.dir, () => {
     const known = findToken(context.dir, plc.commitment.tokenId);

@@ -35,6 +35,9 @@ export const walletErrorCodes = [
   'server_refused',
   'no_backup',
   'recovery_mismatch',
+  'blocked_signer',
+  'blocklist_invalid',
+  'blocklist_rollback',
 ] as const;
 
 export type WalletErrorCode = (typeof walletErrorCodes)[number];

@@ -108,6 +108,7 @@ export const serverPaths = {
   keyCheck: (publicKey: string): string => `api/v1/security/key/check/${publicKey}`,
   redemption: (redemptionId: string): string => `api/v1/redemptions/${redemptionId}`,
   balance: (ownerId: string): string => `api/v1/balance/${ownerId}`,
+  blocklist: 'api/v1/blocklist',
   feeSchedule: 'api/v1/fees/schedule',
   feeConsent: 'api/v1/fees/consent',
 } as const;

@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { isProtocolError } from '../../src/protocol/index.ts';
 import {
   balanceCommand,
+  blocklistCommand,
   cancelCommand,
   configCommand,
   createCommand,
@@ -34,8 +35,9 @@ DIR defaults to ./.wallet. URL is the server's base URL (http://host:port); ever
 takes --server URL, or uses the server the wallet remembers (init --server, config --server).
 
   init [--server URL]                    create this device's key pair (and remember a server)
-  config [--server URL | --forget-server]
-                                         show, set or forget the server this wallet remembers
+  config [--server URL | --forget-server] [--blocklist-key HEX|development]
+                                         show, set or forget the server this wallet remembers,
+                                         and the service key the blocklist must be signed with
   show-key                               print this wallet's public key and device id
   create --amount 12.34 --currency BRL --ttl-hours 24 [--server URL] [--offline]
                                          issue and sign a PLC, and register it with the server
@@ -48,9 +50,12 @@ takes --server URL, or uses the server the wallet remembers (init --server, conf
   send --token ID --to PUBKEY [--out FILE] [--format text|json] [--qr] [--image FILE.png|FILE.svg]
                                          sign a transfer; print the PLC2: QR text or write FILE;
                                          --qr draws the QR code here, --image writes it as a picture
-  receive (--in FILE | --text TEXT | --image FILE.png)
+  receive (--in FILE | --text TEXT | --image FILE.png) [--server URL]
                                          verify a PLC sent to this wallet (text, JSON or a QR code
-                                         picture) and store it
+                                         picture) and store it; refuses one a blocked key signed
+                                         (the blocklist refreshed first when a server is known)
+  blocklist [--server URL]               download the service's signed blocklist, verify it
+                                         against the trusted key and keep it
   show --token ID                        print a PLC, its chain, and what the server answered
   list                                   one line per PLC this wallet knows, with the server's view
   register --token ID [--server URL] [--device-id D]
@@ -81,7 +86,7 @@ takes --server URL, or uses the server the wallet remembers (init --server, conf
 /** Which options each command takes; anything else is a usage error. */
 const commandOptions: Record<string, readonly string[]> = {
   init: ['server'],
-  config: ['server', 'forget-server'],
+  config: ['server', 'forget-server', 'blocklist-key'],
   'show-key': [],
   create: ['amount', 'currency', 'ttl-hours', 'server', 'offline'],
   publish: ['token', 'server'],
@@ -89,7 +94,8 @@ const commandOptions: Record<string, readonly string[]> = {
   drop: ['token', 'server'],
   register: ['token', 'server', 'device-id'],
   send: ['token', 'to', 'out', 'format', 'qr', 'image'],
-  receive: ['in', 'text', 'image'],
+  receive: ['in', 'text', 'image', 'server'],
+  blocklist: ['server'],
   show: ['token'],
   list: [],
   cancel: ['token', 'server'],
@@ -139,6 +145,7 @@ async function run(argv: readonly string[]): Promise<string> {
         boleto: { type: 'string' },
         'device-id': { type: 'string' },
         'passphrase-file': { type: 'string' },
+        'blocklist-key': { type: 'string' },
         image: { type: 'string' },
         qr: { type: 'boolean' },
         offline: { type: 'boolean' },
@@ -171,7 +178,7 @@ async function run(argv: readonly string[]): Promise<string> {
     case 'init':
       return initCommand(context, { server: optional(values, 'server') });
     case 'config':
-      return configCommand(context, { server: optional(values, 'server'), forget: values['forget-server'] === true });
+      return configCommand(context, { server: optional(values, 'server'), forget: values['forget-server'] === true, blocklistKey: optional(values, 'blocklist-key') });
     case 'show-key':
       return showKeyCommand(context);
     case 'create':
@@ -207,8 +214,13 @@ async function run(argv: readonly string[]): Promise<string> {
       const given = Object.entries(inputs).filter(([, value]) => value !== undefined);
       if (given.length !== 1) throw new WalletError('usage', 'receive takes exactly one of --in FILE, --text TEXT and --image FILE.png');
       const [kind, value] = given[0] as ['file' | 'text' | 'image', string];
-      return receiveCommand(context, { input: kind === 'file' ? { file: value } : kind === 'text' ? { text: value } : { image: value } });
+      return receiveCommand(context, {
+        input: kind === 'file' ? { file: value } : kind === 'text' ? { text: value } : { image: value },
+        server: optional(values, 'server'),
+      });
     }
+    case 'blocklist':
+      return blocklistCommand(context, { server: optional(values, 'server') });
     case 'show':
       return showCommand(context, { token: required(values, 'token') });
     case 'list':

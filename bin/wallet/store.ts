@@ -4,6 +4,7 @@
  *   <dir>/wallet.json            public key, device id (mode 0600)
  *   <dir>/secret.key             the Ed25519 seed in hex (mode 0600; refused if group/other can read)
  *   <dir>/plcs/<token_id>.json   the latest verified chain of each PLC, with local flags
+ *   <dir>/blocklist.json         the latest verified blocklist (bin/wallet/blocklist.ts)
  *   <dir>/lock                   held while a command changes state
  *
  * Every write goes to a temporary file first and is renamed into place, so a crash leaves either
@@ -50,6 +51,8 @@ const walletFileSchema = z.strictObject({
   created_at: z.string(),
   /** The server every online command uses unless given --server (`init --server`, `config --server`). */
   server: serverUrlSchema.optional(),
+  /** The service key the blocklist must be signed with (`config --blocklist-key`); absent: the development key. */
+  blocklist_key: z.string().regex(/^[0-9a-f]{64}$/).optional(),
 });
 
 const forkEvidenceSchema = z.strictObject({
@@ -109,15 +112,17 @@ export interface Wallet {
   readonly keyPair: KeyPair;
   readonly deviceId: string;
   readonly server: string | undefined;
+  /** The blocklist's trusted service key (hex), when `config --blocklist-key` set one. */
+  readonly blocklistKey: string | undefined;
 }
 
-function writeAtomic(path: string, content: string, mode: number): void {
+export function writeAtomic(path: string, content: string, mode: number): void {
   const temporary = `${path}.tmp-${process.pid}`;
   writeFileSync(temporary, content, { mode });
   renameSync(temporary, path);
 }
 
-function readJson(path: string): unknown {
+export function readJson(path: string): unknown {
   try {
     return JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
@@ -142,7 +147,7 @@ export function initWallet(dir: string, nowMs: number, server?: string): Wallet 
     ...(server === undefined ? {} : { server }),
   };
   writeAtomic(join(dir, 'wallet.json'), `${JSON.stringify(walletFileSchema.parse(walletFile), null, 2)}\n`, 0o600);
-  return { dir, keyPair, deviceId, server };
+  return { dir, keyPair, deviceId, server, blocklistKey: undefined };
 }
 
 /** Remembers (or, with undefined, forgets) the server every online command uses by default. */
@@ -152,6 +157,16 @@ export function setWalletServer(dir: string, server: string | undefined): void {
   if (!parsed.success) throw new WalletError('corrupt_state', `${walletPath} is not a wallet file`);
   const { server: _previous, ...rest } = parsed.data;
   const next: WalletFile = server === undefined ? rest : { ...rest, server };
+  writeAtomic(walletPath, `${JSON.stringify(walletFileSchema.parse(next), null, 2)}\n`, 0o600);
+}
+
+/** Sets (or, with undefined, clears) the service key the blocklist must be signed with. */
+export function setWalletBlocklistKey(dir: string, key: string | undefined): void {
+  const walletPath = join(dir, 'wallet.json');
+  const parsed = walletFileSchema.safeParse(readJson(walletPath));
+  if (!parsed.success) throw new WalletError('corrupt_state', `${walletPath} is not a wallet file`);
+  const { blocklist_key: _previous, ...rest } = parsed.data;
+  const next: WalletFile = key === undefined ? rest : { ...rest, blocklist_key: key };
   writeAtomic(walletPath, `${JSON.stringify(walletFileSchema.parse(next), null, 2)}\n`, 0o600);
 }
 
@@ -172,6 +187,7 @@ export function restoreWallet(dir: string, secretKey: Uint8Array, deviceId: stri
   const publicKey = publicKeyOf(secretKey);
   let walletDeviceId = deviceId;
   let walletServer: string | undefined;
+  let walletBlocklistKey: string | undefined;
   if (existsSync(walletPath)) {
     const parsed = walletFileSchema.safeParse(readJson(walletPath));
     if (!parsed.success) throw new WalletError('corrupt_state', `${walletPath} is not a wallet file`);
@@ -180,6 +196,7 @@ export function restoreWallet(dir: string, secretKey: Uint8Array, deviceId: stri
     }
     walletDeviceId = parsed.data.device_id;
     walletServer = parsed.data.server;
+    walletBlocklistKey = parsed.data.blocklist_key;
   }
   mkdirSync(join(dir, 'plcs'), { recursive: true, mode: 0o700 });
   writeFileSync(keyPath, `${bytesToHex(secretKey)}\n`, { mode: 0o600, flag: 'wx' });
@@ -187,7 +204,7 @@ export function restoreWallet(dir: string, secretKey: Uint8Array, deviceId: stri
     const walletFile: WalletFile = { format: 1, public_key: bytesToHex(publicKey), device_id: deviceId, created_at: new Date(nowMs).toISOString() };
     writeAtomic(walletPath, `${JSON.stringify(walletFile, null, 2)}\n`, 0o600);
   }
-  return { dir, keyPair: { secretKey: secretKey.slice(), publicKey }, deviceId: walletDeviceId, server: walletServer };
+  return { dir, keyPair: { secretKey: secretKey.slice(), publicKey }, deviceId: walletDeviceId, server: walletServer, blocklistKey: walletBlocklistKey };
 }
 
 export function loadWallet(dir: string): Wallet {
@@ -211,7 +228,7 @@ export function loadWallet(dir: string): Wallet {
   if (bytesToHex(publicKey) !== parsed.data.public_key) {
     throw new WalletError('corrupt_state', `${keyPath} does not match the public key in ${walletPath}`);
   }
-  return { dir, keyPair: { secretKey, publicKey }, deviceId: parsed.data.device_id, server: parsed.data.server };
+  return { dir, keyPair: { secretKey, publicKey }, deviceId: parsed.data.device_id, server: parsed.data.server, blocklistKey: parsed.data.blocklist_key };
 }
 
 /**

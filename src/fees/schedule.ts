@@ -1,5 +1,6 @@
 import { assert } from '../errors.ts';
 import { bandFor, type B2bPlan } from '../b2b/plans.ts';
+import { reputationTierNames, type ReputationTier } from '../reputation/rules.ts';
 
 /**
  * The retail fee schedule's rules (docs/limits-and-fees.md, "Fees"): pure, so the same function
@@ -18,9 +19,9 @@ import { bandFor, type B2bPlan } from '../b2b/plans.ts';
 export const feeRails = ['PIX', 'BOLETO'] as const;
 export type FeeRail = (typeof feeRails)[number];
 
-/** The reputation tiers, lowest first (the reputation rules own their bounds). */
-export const feeTiers = ['BRONZE', 'SILVER', 'GOLD', 'PLATINUM'] as const;
-export type FeeTier = (typeof feeTiers)[number];
+/** The reputation tiers, lowest first: fees are priced by the tier the reputation rules give. */
+export const feeTiers = reputationTierNames;
+export type FeeTier = ReputationTier;
 
 export const basisPointsPerUnit = 10_000n;
 

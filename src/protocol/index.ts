@@ -128,3 +128,22 @@ export {
   type CancelAuthorizationJson,
   type RedeemAuthorizationJson,
 } from './schemas.ts';
+export {
+  blocklistFormat,
+  blocklistDomainTag,
+  blocklistKeysMax,
+  developmentBlocklistSeed,
+  developmentBlocklistPublicKey,
+  signedBlocklistJsonSchema,
+  canonicalKeyOrder,
+  blocklistProblem,
+  encodeBlocklist,
+  signBlocklist,
+  blocklistToJson,
+  verifyBlocklistJson,
+  isBlocked,
+  type Blocklist,
+  type SignedBlocklist,
+  type SignedBlocklistJson,
+  type BlocklistVerification,
+} from './blocklist.ts';

@@ -61,9 +61,9 @@ describe('GET /api/v1/fees/schedule', () => {
     expect(body.rounding).toMatch(/round_half_up/);
     expect(body.rules).toEqual([
       { rail: 'BOLETO', tier: null, fixed: '3.50', rate_bps: 50, min: '2.00', max: '15.00' },
-      { rail: 'BOLETO', tier: 'SILVER', fixed: '3.00', rate_bps: 25, min: '2.00', max: '15.00' },
-      { rail: 'BOLETO', tier: 'GOLD', fixed: '2.50', rate_bps: 0, min: '2.00', max: '15.00' },
-      { rail: 'BOLETO', tier: 'PLATINUM', fixed: '2.00', rate_bps: 0, min: '2.00', max: '15.00' },
+      { rail: 'BOLETO', tier: 'STANDARD', fixed: '3.00', rate_bps: 25, min: '2.00', max: '15.00' },
+      { rail: 'BOLETO', tier: 'TRUSTED', fixed: '2.50', rate_bps: 0, min: '2.00', max: '15.00' },
+      { rail: 'BOLETO', tier: 'PREMIUM', fixed: '2.00', rate_bps: 0, min: '2.00', max: '15.00' },
       { rail: 'PIX', tier: null, fixed: '0.00', rate_bps: 0, min: '0.00', max: null },
     ]);
   });
@@ -78,23 +78,23 @@ describe('GET /api/v1/fees/schedule', () => {
 
 describe('POST /api/v1/fees/estimate', () => {
   it.each([
-    [{ amount: '150.00', rail: 'BOLETO' }, { fee: '4.25', net_amount: '145.75', tier: 'BRONZE', bound: null, proportional_part: '0.75' }],
-    [{ amount: 150, rail: 'BOLETO', tier: 'SILVER' }, { fee: '3.38', net_amount: '146.62', tier: 'SILVER' }],
+    [{ amount: '150.00', rail: 'BOLETO' }, { fee: '4.25', net_amount: '145.75', tier: 'BASIC', bound: null, proportional_part: '0.75' }],
+    [{ amount: 150, rail: 'BOLETO', tier: 'STANDARD' }, { fee: '3.38', net_amount: '146.62', tier: 'STANDARD' }],
     [{ amount: '5000', rail: 'BOLETO' }, { fee: '15.00', bound: 'MAX' }],
     [{ amount: '0.01', rail: 'BOLETO' }, { fee: '0.01', net_amount: '0.00', bound: 'AMOUNT' }],
     [{ amount: '25.00', rail: 'PIX' }, { fee: '0.00', net_amount: '25.00', consent_required: false }],
-    [{ amount: '100.00', rail: 'BOLETO', tier: 'PLATINUM', currency: 'USD' }, { fee: '2.00', currency: 'USD', rule: { tier: 'PLATINUM' } }],
+    [{ amount: '100.00', rail: 'BOLETO', tier: 'PREMIUM', currency: 'USD' }, { fee: '2.00', currency: 'USD', rule: { tier: 'PREMIUM' } }],
   ])('%j -> %j', async (payload, expected) => {
     const response = await estimate(payload);
     expect(response.statusCode).toBe(200);
     expect(response.json()).toMatchObject({ schedule_version: 1, ...expected });
   });
 
-  it("with an owner: its tier (BRONZE when unknown), no consent, consent_required when the fee is not zero; records nothing", async () => {
+  it("with an owner: its tier (STANDARD, where every owner starts, when it has no reputation yet), no consent, consent_required when the fee is not zero; records nothing", async () => {
     const before = await rowCounts();
     const owner = newWallet().pubkey;
     const response = await estimate({ amount: '150.00', rail: 'BOLETO', owner_id: owner });
-    expect(response.json()).toMatchObject({ owner_id: owner, tier: 'BRONZE', fee: '4.25', consented_version: null, consent_required: true });
+    expect(response.json()).toMatchObject({ owner_id: owner, tier: 'STANDARD', fee: '3.38', consented_version: null, consent_required: true });
     expect(await rowCounts()).toEqual(before);
   });
 
@@ -139,7 +139,7 @@ describe('POST /api/v1/fees/consent', () => {
     expect(stored.rows).toHaveLength(1);
     // The estimate now names the consent.
     const priced = await estimate({ amount: '150.00', rail: 'BOLETO', owner_id: owner.pubkey });
-    expect(priced.json()).toMatchObject({ consented_version: 1, consent_required: false, fee: '4.25' });
+    expect(priced.json()).toMatchObject({ consented_version: 1, consent_required: false, fee: '3.38' });
   });
 
   it('concurrent identical consents record one', async () => {
@@ -247,7 +247,7 @@ describe('a new version', () => {
     await expect(t.db.pool.query('DELETE FROM fee_rules WHERE version = 1')).rejects.toThrow(/immutable/);
     await expect(t.db.pool.query("UPDATE fee_schedule_versions SET description = 'x' WHERE version = 1")).rejects.toThrow(/immutable/);
     await expect(
-      t.db.pool.query("INSERT INTO fee_rules (version, rail, tier, fixed_minor, rate_bps, min_minor) VALUES (1, 'PIX', 'GOLD', 1, 0, 0)"),
+      t.db.pool.query("INSERT INTO fee_rules (version, rail, tier, fixed_minor, rate_bps, min_minor) VALUES (1, 'PIX', 'TRUSTED', 1, 0, 0)"),
     ).rejects.toThrow(/has consents/);
   });
 
@@ -255,7 +255,7 @@ describe('a new version', () => {
     const early = newWallet();
     expect((await post('/consent', consentBody(early, 1))).statusCode).toBe(200);
     const version = await publishFeeSchedule(t.db.pool, {
-      description: 'Pix charged: 1% for Bronze',
+      description: 'Pix charged: 1% for Basic',
       rules: [
         { rail: 'PIX', tier: null, fixedMinor: 0n, rateBps: 100, minMinor: 10n, maxMinor: 500n },
         { rail: 'BOLETO', tier: null, fixedMinor: 400n, rateBps: 0, minMinor: 0n, maxMinor: null },

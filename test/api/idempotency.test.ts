@@ -115,6 +115,21 @@ const table: Record<string, () => Promise<Case>> = {
     const owner = `owner-${randomUUID().slice(0, 8)}`;
     return { body: { owner_id: owner, amount: '5.00', currency: 'BRL' }, other: { owner_id: owner, amount: '6.00', currency: 'BRL' }, headers: h.admin };
   },
+  'POST /api/v1/admin/blocklist/{pubkey}/lift': async () => {
+    // A key blocked by a fork it signed (docs/protocol.md section 18).
+    const { plc, issuer, bearer: culprit } = await issuedPlc();
+    const held = hop(plc, issuer, culprit);
+    const transfer = (chain: Plc) => h.t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(chain) } });
+    expect((await transfer(held)).statusCode).toBe(200);
+    expect((await transfer(hop(held, culprit, newWallet()))).statusCode).toBe(200);
+    expect((await transfer(hop(held, culprit, newWallet()))).json()).toMatchObject({ code: 'DOUBLE_SPEND_DETECTED' });
+    return {
+      body: { reason: 'reviewed: refunded out of band' },
+      other: { reason: 'reviewed: another reason' },
+      headers: h.admin,
+      url: `/api/v1/admin/blocklist/${culprit.pubkey}/lift`,
+    };
+  },
 };
 
 function send(operation: string, key: string, body: unknown, headers: Record<string, string>, url?: string) {
@@ -127,7 +142,7 @@ async function withWorkBlocked<T>(work: () => Promise<T>): Promise<T> {
   const client = await h.t.db.pool.connect();
   try {
     await client.query('BEGIN');
-    await client.query('LOCK TABLE ledger_transactions, plcs, redemptions, charges IN ACCESS EXCLUSIVE MODE');
+    await client.query('LOCK TABLE ledger_transactions, plcs, redemptions, charges, blocklist_state IN ACCESS EXCLUSIVE MODE');
     return await work();
   } finally {
     await client.query('ROLLBACK');

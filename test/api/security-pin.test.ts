@@ -269,6 +269,7 @@ describe('configuration', () => {
       JWT_SECRET: 'j'.repeat(32),
       GATEWAY_API_KEY: 'real-key',
       GATEWAY_WEBHOOK_TOKEN: 'real-webhook-token',
+      BLOCKLIST_SIGNING_SEED: 'b'.repeat(64),
     };
     expect(() => loadConfig(production)).toThrow(/PIN_PEPPER: is required when APP_ENV=production/);
     expect(() => loadConfig({ ...production, PIN_PEPPER: 'short' })).toThrow(/PIN_PEPPER: must be at least 32 characters/);

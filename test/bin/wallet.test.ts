@@ -14,6 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   appendTransfer,
   base45Encode,
+  blocklistToJson,
+  canonicalKeyOrder,
+  developmentBlocklistSeed,
+  signBlocklist,
   bytesToHex,
   createPlc,
   decodeTransportText,
@@ -30,6 +34,7 @@ import {
   verifyRedeem,
 } from '../../src/protocol/index.ts';
 import { closedPortUrl, field, ok, refused, wallet } from './wallet-cli.ts';
+import { vectorKey } from '../../scripts/gen-protocol-vectors.ts';
 
 interface Captured {
   readonly method: string;
@@ -68,8 +73,14 @@ function redemptionView(id: string) {
   };
 }
 
+/** The blocklist the canned server serves (GET /api/v1/blocklist), when set. */
+let servedBlocklist: unknown;
+
 /** A canned answer per route, shaped like the real server's (api/schemas/plc.ts). */
 function answer(method: string, url: string, body: unknown): { status: number; body: unknown } {
+  if (method === 'GET' && url === '/api/v1/blocklist') {
+    return servedBlocklist === undefined ? { status: 404, body: { code: 'NOT_FOUND', message: 'no list' } } : { status: 200, body: servedBlocklist };
+  }
   if (method === 'GET' && /^\/api\/v1\/plc\/[0-9a-f-]+\/status$/.test(url)) return { status: 404, body: { code: 'PLC_NOT_FOUND', message: 'no such PLC' } };
   if (method === 'POST' && url === '/api/v1/plc/create' && (body as { plc: { amount: string } }).plc.amount === '9.99') {
     return { status: 409, body: { code: 'INSUFFICIENT_FUNDS', message: 'not enough AVAILABLE' } };
@@ -385,7 +396,7 @@ describe('wallet program', () => {
   it('remembers its server (init --server, config) and uses it for every online command', { timeout: 60_000 }, async () => {
     const dir = join(root, 'remembering');
     expect(await ok(dir, 'init', '--server', serverUrl)).toContain(`server:     ${serverUrl}`);
-    expect(await ok(dir, 'config')).toBe(`server: ${serverUrl}\n`);
+    expect(await ok(dir, 'config')).toBe(`server: ${serverUrl}\nblocklist key: ${bytesToHex(generateKeyPair(developmentBlocklistSeed).publicKey)} (the development key)\n`);
     const created = field(await ok(dir, 'create', '--amount', '1.00', '--currency', 'BRL', '--ttl-hours', '2'), 'token_id');
     expect(requests.at(-1)).toMatchObject({ method: 'POST', url: '/api/v1/plc/create' });
     expect(await ok(dir, 'list')).toContain(`${created}  1.00 BRL  0 hop(s)  held`);
@@ -432,6 +443,58 @@ describe('wallet program', () => {
     expect(await ok(dir, 'list')).toBe('no PLCs\n');
     // A PLC that was sent on, or a server registered, is never dropped.
     await refused(dirs.a, 'already_transferred', 'drop', '--token', tokenId, '--server', serverUrl);
+  });
+
+  it('downloads the signed blocklist, verifies it against the trusted key, and refuses at receive a chain a blocked key signed', { timeout: 120_000 }, async () => {
+    const dir = join(root, 'guarded');
+    await ok(dir, 'init', '--server', serverUrl);
+    const me = hexToBytes(field(await ok(dir, 'show-key'), 'public_key'), 32);
+    // The service key of the blocklist test vectors (test/protocol/vectors/blocklist-v1.json).
+    const service = vectorKey('blocklist-service');
+    expect(await ok(dir, 'config', '--blocklist-key', bytesToHex(service.publicKey))).toContain(`blocklist key: ${bytesToHex(service.publicKey)}`);
+    expect((await wallet(dir, 'config', '--blocklist-key', 'ab')).code).toBe(2);
+    const [issuer, culprit, honest] = [generateKeyPair(), generateKeyPair(), generateKeyPair()];
+    const serve = (version: number, keys: Uint8Array[], by = service.secretKey) =>
+      (servedBlocklist = blocklistToJson(signBlocklist({ version, publishedAtMs: Date.now(), keys: canonicalKeyOrder(keys) }, by)));
+    const make = (from: typeof issuer) => {
+      const plc = createPlc({ issuerSecretKey: issuer.secretKey, amountMinor: 100n, currency: 'BRL', createdAtMs: Date.now(), ttlHours: 2, tokenId: randomUUID() });
+      const viaFrom = appendTransfer(plc, { senderSecretKey: issuer.secretKey, recipientPublicKey: from.publicKey, timestampMs: Date.now() });
+      return appendTransfer(viaFrom, { senderSecretKey: from.secretKey, recipientPublicKey: me, timestampMs: Date.now() });
+    };
+    const fromCulprit = make(culprit);
+
+    serve(3, [culprit.publicKey]);
+    const listed = await ok(dir, 'blocklist');
+    expect(listed).toContain('blocklist: version 3');
+    expect(listed).toContain(`blocked: ${bytesToHex(culprit.publicKey)}`);
+    const blocked = await refused(dir, 'blocked_signer', 'receive', '--text', encodeTransportText(fromCulprit));
+    expect(blocked.stderr).toContain(bytesToHex(culprit.publicKey));
+    expect(existsSync(join(dir, 'plcs', `${fromCulprit.commitment.tokenId}.json`))).toBe(false);
+    // The issuer is a signer too.
+    const issuedByCulprit = appendTransfer(
+      createPlc({ issuerSecretKey: culprit.secretKey, amountMinor: 100n, currency: 'BRL', createdAtMs: Date.now(), ttlHours: 2, tokenId: randomUUID() }),
+      { senderSecretKey: culprit.secretKey, recipientPublicKey: me, timestampMs: Date.now() },
+    );
+    await refused(dir, 'blocked_signer', 'receive', '--text', encodeTransportText(issuedByCulprit));
+    expect(await ok(dir, 'receive', '--text', encodeTransportText(make(honest)))).toContain('received');
+
+    // A list signed by another key (here the development key) is refused; the kept one stays in force.
+    serve(9, [], developmentBlocklistSeed);
+    await refused(dir, 'blocklist_invalid', 'blocklist');
+    const stillBlocked = await refused(dir, 'blocked_signer', 'receive', '--text', encodeTransportText(fromCulprit));
+    expect(stillBlocked.stderr).toContain('could not refresh the blocklist');
+    // An older version than the kept one is a rollback: refused.
+    serve(2, []);
+    await refused(dir, 'blocklist_rollback', 'blocklist');
+    await refused(dir, 'blocklist_rollback', 'receive', '--text', encodeTransportText(fromCulprit));
+    // Offline, the kept list decides.
+    await ok(dir, 'config', '--forget-server');
+    await refused(dir, 'blocked_signer', 'receive', '--text', encodeTransportText(fromCulprit));
+    // The block lifted: the next version leaves the key out, and the chain is received.
+    serve(4, []);
+    expect(await ok(dir, 'blocklist', '--server', serverUrl)).toContain('version 4');
+    expect(await ok(dir, 'receive', '--text', encodeTransportText(fromCulprit))).toContain(`received ${fromCulprit.commitment.tokenId}`);
+    servedBlocklist = undefined;
   });
 
   it('register records that the server registered the chain', { timeout: 30_000 }, async () => {

@@ -92,7 +92,7 @@ describe('a redemption with a fee', () => {
       expect(response.statusCode).toBe(409);
       expect(response.json()).toMatchObject({
         code: 'FEE_CONSENT_REQUIRED',
-        details: { schedule_version: 2, fee: '0.35', tier: 'BRONZE', consent_url: '/api/v1/fees/consent' },
+        details: { schedule_version: 2, fee: '0.35', tier: 'STANDARD', consent_url: '/api/v1/fees/consent' },
       });
     }
     // Nothing booked, nothing opened, no payout.

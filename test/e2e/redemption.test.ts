@@ -10,6 +10,7 @@ import { redeemBody, startSettlementHarness, type SettlementHarness } from '../s
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 import type { Plc } from '../../src/protocol/index.ts';
 import { businessStatusKey } from '../../workflows/search-attributes.ts';
+import { redemptionWorkflow } from '../../workflows/redemption.ts';
 
 /**
  * Redemption end to end: API -> redemption workflow -> gateway simulator (Pix transfer, the
@@ -112,6 +113,30 @@ describe('redemption through the gateway', () => {
     const listed = (await h.t.app.inject({ method: 'GET', url: '/api/v1/admin/redemptions?status=SETTLED', headers: h.admin })).json();
     expect(listed.some((r: { redemption_id: string }) => r.redemption_id === opened.redemption_id)).toBe(true);
     expect((await h.t.app.inject({ method: 'GET', url: '/api/v1/admin/redemptions' })).statusCode).toBe(401);
+  });
+
+  it('a redemption row whose opening update was lost is adopted by a run that got no update, and paid once', async () => {
+    const [a, b] = [newWallet(), newWallet()];
+    await fund(a, '10.00');
+    const plc0 = await issued(a, 700n);
+    const response = await redeem(redeemBody(hop(plc0, a, b), b, pixKey));
+    expect(response.statusCode).toBe(200);
+    const { workflow_id: workflowId, redemption_id: redemptionId } = response.json();
+    // The run that opened the row is gone, as when the opening update's workflow task timed out
+    // after its local activity committed the row and the caller had given up (seen in the chaos
+    // suite on a loaded machine): the bearer's money sits in PENDING with no run to pay or revert it.
+    await h.t.temporal.workflow.getHandle(workflowId).terminate('test: the opening run is lost');
+    // A run that gets no opening update adopts the row once its wait is over, and pays it once.
+    const again = await h.t.temporal.workflow.start(redemptionWorkflow, {
+      workflowId,
+      taskQueue: h.t.taskQueue,
+      args: [{ redemptionId, tokenId: plc0.commitment.tokenId, webhookWaitMs: 2_000, openWaitMs: 500 }],
+    });
+    expect(await again.result()).toMatchObject({ status: 'SETTLED', state: { status: 'SETTLED' } });
+    const transfers = h.simulator.state.snapshot(100).transfers.filter((tr) => tr.externalReference === redemptionId);
+    expect(transfers).toHaveLength(1);
+    expect(await balance(b)).toMatchObject({ pending: '0.00' });
+    expect(await findViolations(h.t.db.pool)).toEqual([]);
   });
 
   it('the same PLC redeemed concurrently through two forks by many requests pays out exactly once', async () => {

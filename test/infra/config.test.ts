@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../infra/config.ts';
+import { ConfigError, loadConfig, secretConfigKeys } from '../../infra/config.ts';
+import { bytesToHex, developmentBlocklistSeed } from '../../src/protocol/index.ts';
 
 const base = { APP_ENV: 'test', LOG_LEVEL: 'silent' };
 
@@ -34,5 +35,30 @@ describe("configuration: the worker's sticky cache", () => {
     expect(loadConfig({ ...base, TEMPORAL_MAX_CACHED_WORKFLOWS: '200' }).TEMPORAL_MAX_CACHED_WORKFLOWS).toBe(200);
     expect(() => loadConfig({ ...base, TEMPORAL_MAX_CACHED_WORKFLOWS: '1.5' })).toThrow(/TEMPORAL_MAX_CACHED_WORKFLOWS/);
     expect(() => loadConfig({ ...base, TEMPORAL_MAX_CACHED_WORKFLOWS: '-1' })).toThrow(/TEMPORAL_MAX_CACHED_WORKFLOWS/);
+  });
+});
+
+describe('BLOCKLIST_SIGNING_SEED', () => {
+  const production = {
+    APP_ENV: 'production',
+    DATABASE_URL: 'postgres://x@127.0.0.1/x',
+    TEMPORAL_ADDRESS: '127.0.0.1:7233',
+    JWT_SECRET: 'j'.repeat(32),
+    PIN_PEPPER: 'p'.repeat(32),
+    GATEWAY_API_KEY: 'real-key',
+    GATEWAY_WEBHOOK_TOKEN: 'real-webhook-token',
+  };
+
+  it('is optional outside production (the development seed), 64 hex digits, kept lowercase', () => {
+    expect(loadConfig(base).BLOCKLIST_SIGNING_SEED).toBeUndefined();
+    expect(loadConfig({ ...base, BLOCKLIST_SIGNING_SEED: 'AB'.repeat(32) }).BLOCKLIST_SIGNING_SEED).toBe('ab'.repeat(32));
+    expect(() => loadConfig({ ...base, BLOCKLIST_SIGNING_SEED: 'ab'.repeat(31) })).toThrow(/BLOCKLIST_SIGNING_SEED: must be 64 hex digits/);
+  });
+
+  it('is required in production, and the published development seed is refused there', () => {
+    expect(() => loadConfig(production)).toThrow(/BLOCKLIST_SIGNING_SEED: is required when APP_ENV=production/);
+    expect(() => loadConfig({ ...production, BLOCKLIST_SIGNING_SEED: bytesToHex(developmentBlocklistSeed) })).toThrow(/published development seed/);
+    expect(loadConfig({ ...production, BLOCKLIST_SIGNING_SEED: 'c'.repeat(64) }).BLOCKLIST_SIGNING_SEED).toBe('c'.repeat(64));
+    expect(secretConfigKeys).toContain('BLOCKLIST_SIGNING_SEED');
   });
 });

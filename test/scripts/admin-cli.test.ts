@@ -133,10 +133,10 @@ describe('admin CLI: fees-publish', () => {
     writeFileSync(
       good,
       JSON.stringify({
-        description: 'Pix charged for Bronze',
+        description: 'Pix charged for Basic',
         rules: [
           { rail: 'PIX', tier: null, fixed_minor: 10, rate_bps: 100, min_minor: 20, max_minor: 500 },
-          { rail: 'PIX', tier: 'PLATINUM', fixed_minor: 0, rate_bps: 0, min_minor: 0, max_minor: null },
+          { rail: 'PIX', tier: 'PREMIUM', fixed_minor: 0, rate_bps: 0, min_minor: 0, max_minor: null },
         ],
       }),
     );
@@ -156,10 +156,10 @@ describe('admin CLI: fees-publish', () => {
     const schedule = (await t.app.inject({ method: 'GET', url: '/api/v1/fees/schedule' })).json();
     expect(schedule).toMatchObject({
       version: 2,
-      description: 'Pix charged for Bronze',
+      description: 'Pix charged for Basic',
       rules: [
         { rail: 'PIX', tier: null, fixed: '0.10', rate_bps: 100, min: '0.20', max: '5.00' },
-        { rail: 'PIX', tier: 'PLATINUM', fixed: '0.00' },
+        { rail: 'PIX', tier: 'PREMIUM', fixed: '0.00' },
       ],
     });
   });

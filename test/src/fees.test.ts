@@ -9,13 +9,13 @@ import { bytesToHex, generateKeyPair, hexToBytes } from '../../src/protocol/inde
 
 /** The fee rules of docs/limits-and-fees.md ("Fees") as tables, and the property net + fee = gross. */
 
-// Version 1 as migration 27 seeds it.
+// Version 1 as migration 26_fees seeds it.
 const version1: FeeRule[] = [
   { rail: 'PIX', tier: null, fixedMinor: 0n, rateBps: 0, minMinor: 0n, maxMinor: null },
   { rail: 'BOLETO', tier: null, fixedMinor: 350n, rateBps: 50, minMinor: 200n, maxMinor: 1500n },
-  { rail: 'BOLETO', tier: 'SILVER', fixedMinor: 300n, rateBps: 25, minMinor: 200n, maxMinor: 1500n },
-  { rail: 'BOLETO', tier: 'GOLD', fixedMinor: 250n, rateBps: 0, minMinor: 200n, maxMinor: 1500n },
-  { rail: 'BOLETO', tier: 'PLATINUM', fixedMinor: 200n, rateBps: 0, minMinor: 200n, maxMinor: 1500n },
+  { rail: 'BOLETO', tier: 'STANDARD', fixedMinor: 300n, rateBps: 25, minMinor: 200n, maxMinor: 1500n },
+  { rail: 'BOLETO', tier: 'TRUSTED', fixedMinor: 250n, rateBps: 0, minMinor: 200n, maxMinor: 1500n },
+  { rail: 'BOLETO', tier: 'PREMIUM', fixedMinor: 200n, rateBps: 0, minMinor: 200n, maxMinor: 1500n },
 ];
 
 describe('proportionalMinor: amount x bps / 10,000, half up', () => {
@@ -42,31 +42,31 @@ describe('proportionalMinor: amount x bps / 10,000, half up', () => {
 
 describe('the rule a tier pays: its own, else the rail default', () => {
   it.each([
-    ['PIX', 'BRONZE', null],
-    ['PIX', 'PLATINUM', null],
-    ['BOLETO', 'BRONZE', null],
-    ['BOLETO', 'SILVER', 'SILVER'],
-    ['BOLETO', 'GOLD', 'GOLD'],
-    ['BOLETO', 'PLATINUM', 'PLATINUM'],
+    ['PIX', 'BASIC', null],
+    ['PIX', 'PREMIUM', null],
+    ['BOLETO', 'BASIC', null],
+    ['BOLETO', 'STANDARD', 'STANDARD'],
+    ['BOLETO', 'TRUSTED', 'TRUSTED'],
+    ['BOLETO', 'PREMIUM', 'PREMIUM'],
   ] as const)('%s %s -> the %s row', (rail, tier, row) => {
     expect(ruleFor(version1, rail, tier)?.tier).toBe(row);
   });
 
   it('a rail without a rule has none (priced 0 by the service)', () => {
-    expect(ruleFor(version1.filter((rule) => rule.rail !== 'BOLETO'), 'BOLETO', 'GOLD')).toBeNull();
+    expect(ruleFor(version1.filter((rule) => rule.rail !== 'BOLETO'), 'BOLETO', 'TRUSTED')).toBeNull();
   });
 });
 
 describe('computeFee (the doc table, version 1)', () => {
   it.each([
-    ['PIX', 'BRONZE', 2500n, 0n, 2500n, null],
-    ['BOLETO', 'BRONZE', 15_000n, 425n, 14_575n, null],
-    ['BOLETO', 'BRONZE', 1n, 1n, 0n, 'AMOUNT'],
-    ['BOLETO', 'BRONZE', 500_000n, 1500n, 498_500n, 'MAX'],
-    ['BOLETO', 'SILVER', 99n, 99n, 0n, 'AMOUNT'],
-    ['BOLETO', 'SILVER', 1002n, 303n, 699n, null],
-    ['BOLETO', 'BRONZE', 500n, 353n, 147n, null],
-    ['BOLETO', 'PLATINUM', 10_000n, 200n, 9800n, null],
+    ['PIX', 'BASIC', 2500n, 0n, 2500n, null],
+    ['BOLETO', 'BASIC', 15_000n, 425n, 14_575n, null],
+    ['BOLETO', 'BASIC', 1n, 1n, 0n, 'AMOUNT'],
+    ['BOLETO', 'BASIC', 500_000n, 1500n, 498_500n, 'MAX'],
+    ['BOLETO', 'STANDARD', 99n, 99n, 0n, 'AMOUNT'],
+    ['BOLETO', 'STANDARD', 1002n, 303n, 699n, null],
+    ['BOLETO', 'BASIC', 500n, 353n, 147n, null],
+    ['BOLETO', 'PREMIUM', 10_000n, 200n, 9800n, null],
   ] as const)('%s %s %s -> fee %s, net %s, bound %s', (rail, tier, amount, fee, net, bound) => {
     const result = computeFee(ruleFor(version1, rail, tier)!, amount);
     expect(result).toMatchObject({ feeMinor: fee, netMinor: net, bound });
@@ -85,7 +85,7 @@ describe('checkRules', () => {
     [[{ ...version1[1]!, maxMinor: 100n }], 'BOLETO/*: max below min'],
     [[{ ...version1[1]!, fixedMinor: -1n }], 'BOLETO/*: negative amounts'],
     [[{ ...version1[1]!, rail: 'TED' as 'PIX' }], 'unknown rail TED'],
-    [[{ ...version1[1]!, tier: 'DIAMOND' as 'GOLD' }], 'unknown tier DIAMOND'],
+    [[{ ...version1[1]!, tier: 'DIAMOND' as 'TRUSTED' }], 'unknown tier DIAMOND'],
   ])('%# -> %s', (rules, problem) => {
     expect(checkRules(rules)).toBe(problem);
   });

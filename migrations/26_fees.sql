@@ -16,7 +16,7 @@ CREATE TABLE fee_rules (
   version integer NOT NULL REFERENCES fee_schedule_versions (version),
   rail text NOT NULL CHECK (rail IN ('PIX', 'BOLETO')),
   -- NULL: every tier without a rule of its own in this version and rail.
-  tier text CHECK (tier IN ('BRONZE', 'SILVER', 'GOLD', 'PLATINUM')),
+  tier text CHECK (tier IN ('RESTRICTED', 'BASIC', 'STANDARD', 'TRUSTED', 'PREMIUM')),
   fixed_minor bigint NOT NULL CHECK (fixed_minor >= 0),
   rate_bps integer NOT NULL CHECK (rate_bps BETWEEN 0 AND 10000),
   min_minor bigint NOT NULL CHECK (min_minor >= 0),
@@ -61,14 +61,14 @@ ALTER TABLE redemptions ADD COLUMN fee_schedule_version integer REFERENCES fee_s
 -- a per-slip fee at the gateway, so it is charged: a fixed part that falls with the tier, a
 -- proportional part for the lower tiers, between a minimum and a maximum.
 INSERT INTO fee_schedule_versions (version, description)
-  VALUES (1, 'Initial schedule: Pix free on every tier; boleto a fixed fee by tier, plus 0.5% (Bronze) or 0.25% (Silver), R$ 2.00 to R$ 15.00');
+  VALUES (1, 'Initial schedule: Pix free on every tier; boleto a fixed fee by tier, plus 0.5% (Basic) or 0.25% (Standard), R$ 2.00 to R$ 15.00');
 
 INSERT INTO fee_rules (version, rail, tier, fixed_minor, rate_bps, min_minor, max_minor) VALUES
   (1, 'PIX',    NULL,       0,   0,   0,    NULL),
   (1, 'BOLETO', NULL,       350, 50,  200,  1500),
-  (1, 'BOLETO', 'SILVER',   300, 25,  200,  1500),
-  (1, 'BOLETO', 'GOLD',     250, 0,   200,  1500),
-  (1, 'BOLETO', 'PLATINUM', 200, 0,   200,  1500);
+  (1, 'BOLETO', 'STANDARD',   300, 25,  200,  1500),
+  (1, 'BOLETO', 'TRUSTED',     250, 0,   200,  1500),
+  (1, 'BOLETO', 'PREMIUM', 200, 0,   200,  1500);
 
 -- A B2B quote: the prices of src/b2b/plans.ts for a monthly volume, held until valid_until.
 CREATE TABLE b2b_quotes (
