@@ -58,15 +58,18 @@ describe('a boleto destination at the redeem routes', () => {
     const plc = hop(await created(a, 1_000n), a, b);
     const consent = await t.app.inject({ method: 'POST', url: '/api/v1/fees/consent', payload: feeConsentBody(b, 1) });
     expect(consent.statusCode, consent.body).toBe(200);
-    // 10.00 less the fee (3.50 + 0.05) is 6.45: a line for the PLC's own amount is refused too.
+    const estimate = await t.app.inject({ method: 'POST', url: '/api/v1/fees/estimate', payload: { amount: '10.00', rail: 'BOLETO', owner_id: b.pubkey } });
+    const payout = BigInt((estimate.json() as { net_amount: string }).net_amount.replace('.', ''));
+    expect(payout).toBeLessThan(1_000n);
+    // A line for the PLC's own amount is refused: the payout is the amount less the fee.
     const issue = expectRefused(await post('/api/v1/redeem/', boletoRedeemBody(plc, b, bankSlipLine(1_000n))), 'BOLETO_AMOUNT_MISMATCH');
-    expect(issue.msg).toContain('645');
-    const settlement = settlementBody(plc, b, bankSlipLine(646n));
-    const { authorization } = boletoRedeemBody(plc, b, bankSlipLine(646n), settlement.timestamp_ms);
+    expect(issue.msg).toContain(`pays out ${payout}`);
+    const settlement = settlementBody(plc, b, bankSlipLine(payout + 1n));
+    const { authorization } = boletoRedeemBody(plc, b, bankSlipLine(payout + 1n), settlement.timestamp_ms);
     const refused = await post('/api/v1/settlements', {
       ...settlement,
       settlement_rail: 'boleto',
-      destination: { boleto_line: bankSlipLine(646n) },
+      destination: { boleto_line: bankSlipLine(payout + 1n) },
       bearer_signature: authorization.signature,
     });
     expectRefused(refused, 'BOLETO_AMOUNT_MISMATCH');

@@ -39,10 +39,17 @@ const balance = async (wallet: TestWallet) => (await h.t.app.inject({ method: 'G
 const redeem = (body: object) => h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: body });
 const bills = (redemptionId: string) => h.simulator.state.snapshot(500).billPayments.filter((bill) => bill.externalReference === redemptionId);
 
-/** A boleto redemption costs a fee (schedule version 1, Bronze: 3.50 + 0.5%, at least 2.00): the bearer consents first. */
+/** A boleto redemption costs a fee (docs/limits-and-fees.md): the bearer consents to schedule version 1 first. */
 async function consent(wallet: TestWallet) {
   const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/fees/consent', payload: feeConsentBody(wallet, 1) });
   expect(response.statusCode, response.body).toBe(200);
+}
+
+/** What a boleto redemption of `amount` pays out to this bearer: the amount less its fee, from the fee estimate. */
+async function payoutOf(wallet: TestWallet, amount: string): Promise<bigint> {
+  const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/fees/estimate', payload: { amount, rail: 'BOLETO', owner_id: wallet.pubkey } });
+  expect(response.statusCode, response.body).toBe(200);
+  return BigInt((response.json() as { net_amount: string }).net_amount.replace('.', ''));
 }
 
 async function issued(issuer: TestWallet, amountMinor: bigint): Promise<Plc> {
@@ -69,20 +76,22 @@ describe('boleto redemptions through the gateway', () => {
     await consent(b);
     const plc0 = await issued(a, 10_000n);
     const plc1 = hop(plc0, a, b);
-    // 100.00 less the fee (3.50 + 0.5% = 4.00): the bill is for the payout, 96.00.
-    const line = bankSlipLine(9_600n);
+    // 100.00 less the fee: the bill is for the payout.
+    const payout = await payoutOf(b, '100.00');
+    expect(payout).toBeLessThan(10_000n);
+    const line = bankSlipLine(payout);
     const worldBefore = (await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')) ?? 0n;
     const balanceBefore = h.simulator.state.balanceMinor;
     const response = await redeem(boletoRedeemBody(plc1, b, line));
     expect(response.statusCode, response.body).toBe(200);
     const opened = response.json();
-    expect(opened).toMatchObject({ status: 'PENDING_PAYMENT', amount: '100.00', fee: '4.00', rail: 'boleto', destination_masked: `************${line.slice(-4)}` });
+    expect(opened).toMatchObject({ status: 'PENDING_PAYMENT', amount: '100.00', fee: ((10_000 - Number(payout)) / 100).toFixed(2), rail: 'boleto', destination_masked: `************${line.slice(-4)}` });
     const result = await h.t.temporal.workflow.getHandle(opened.workflow_id).result();
     expect(result).toMatchObject({ status: 'SETTLED', state: { status: 'SETTLED' } });
     const paid = bills(opened.redemption_id);
     expect(paid).toHaveLength(1);
-    expect(paid[0]).toMatchObject({ status: 'DONE', identificationField: line, value: 96 });
-    expect(h.simulator.state.balanceMinor).toBe(balanceBefore - 9_600n);
+    expect(paid[0]).toMatchObject({ status: 'DONE', identificationField: line, value: Number(payout) / 100 });
+    expect(h.simulator.state.balanceMinor).toBe(balanceBefore - payout);
     const followed = (await h.t.app.inject({ method: 'GET', url: opened.status_url })).json();
     expect(followed).toMatchObject({ status: 'SETTLED', rail: 'boleto', gateway_status: 'DONE', gateway_transfer_id: paid[0]?.id });
     expect((await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` })).json()).toMatchObject({ status: 'REDEEMED' });
@@ -91,7 +100,7 @@ describe('boleto redemptions through the gateway', () => {
     expect(payoutStatus.json()).toEqual({ transfer_id: paid[0]?.id, status: 'DONE', fail_reason: null });
     expect(await balance(a)).toMatchObject({ available: '100.00', promised: '0.00' });
     expect(await balance(b)).toMatchObject({ available: '0.00', pending: '0.00' });
-    expect(await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')).toBe(worldBefore + 9_600n);
+    expect(await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')).toBe(worldBefore + payout);
     expect(await findViolations(h.t.db.pool)).toEqual([]);
     // The bill's DONE event went through the inbox and was verified against the gateway.
     const event = await h.t.db.pool.query(`SELECT event_id FROM webhook_inbox WHERE event_type = 'BILL_PAYMENT_DONE' AND raw_body::jsonb -> 'bill' ->> 'id' = $1`, [
@@ -110,8 +119,8 @@ describe('boleto redemptions through the gateway', () => {
     const response = await redeem(boletoRedeemBody(plc1, b, bankSlipLine(0n, '9999988888777776666655555')));
     expect(response.statusCode, response.body).toBe(200);
     expect(await h.t.temporal.workflow.getHandle(response.json().workflow_id).result()).toMatchObject({ status: 'SETTLED' });
-    // 10.00 less the fee (3.50 + 0.05).
-    expect(bills(response.json().redemption_id)).toMatchObject([{ status: 'DONE', value: 6.45 }]);
+    // An open line is paid the payout: 10.00 less the fee.
+    expect(bills(response.json().redemption_id)).toMatchObject([{ status: 'DONE', value: Number(await payoutOf(b, '10.00')) / 100 }]);
   });
 
   it('a bill payment the bank refuses fails the redemption and reverts the PLC, redeemable again', async () => {
@@ -120,8 +129,7 @@ describe('boleto redemptions through the gateway', () => {
     await consent(b);
     const plc0 = await issued(a, 2_000n);
     const plc1 = hop(plc0, a, b);
-    // 20.00 less the fee (3.50 + 0.10).
-    const line = bankSlipLine(1_640n, '1111122222333334444455555');
+    const line = bankSlipLine(await payoutOf(b, '20.00'), '1111122222333334444455555');
     const balanceBefore = h.simulator.state.balanceMinor;
     h.simulator.faults.update({ billPaymentFailRate: 1 });
     let opened;

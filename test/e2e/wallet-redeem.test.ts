@@ -91,10 +91,12 @@ describe('the wallet program redeems through the real server', () => {
     const png = join(root, 'hop-boleto.png');
     await ok(dirs.a, 'send', '--token', tokenId, '--to', keys.b, '--image', png);
     await ok(dirs.b, 'receive', '--image', png);
-    // A boleto redemption costs a fee (Bronze: 3.50 + 0.5%): the bearer consents to the schedule first.
+    // A boleto redemption costs a fee: the bearer consents to the schedule first.
     await ok(dirs.b, 'fees', '--consent');
     // Refused before anything is signed: a mistyped line, and a line for more than the PLC holds.
-    const line = bankSlipLine(9_600n);
+    const estimate = await h.t.app.inject({ method: 'POST', url: '/api/v1/fees/estimate', payload: { amount: '100.00', rail: 'BOLETO', owner_id: keys.b } });
+    const payout = BigInt((estimate.json() as { net_amount: string }).net_amount.replace('.', ''));
+    const line = bankSlipLine(payout);
     await refused(dirs.b, 'invalid_destination', 'redeem', '--token', tokenId, '--boleto', `${line.slice(0, 9)}${(Number(line[9]) + 1) % 10}${line.slice(10)}`);
     await refused(dirs.b, 'invalid_destination', 'redeem', '--token', tokenId, '--boleto', bankSlipLine(10_001n));
     // A line for the PLC's whole amount is the server's refusal: the payout is the amount less the fee.
@@ -103,7 +105,7 @@ describe('the wallet program redeems through the real server', () => {
     const answer = await ok(dirs.b, 'redeem', '--token', tokenId, '--boleto', printed);
     const redemptionId = field(answer, 'redemption_id');
     const bill = (await waitFor(() => redemptionOf(redemptionId), (r) => r.gateway_transfer_id !== null)).gateway_transfer_id!;
-    expect(h.simulator.state.getBillPayment(bill)).toMatchObject({ identificationField: line, status: 'BANK_PROCESSING', value: 96 });
+    expect(h.simulator.state.getBillPayment(bill)).toMatchObject({ identificationField: line, status: 'BANK_PROCESSING', value: Number(payout) / 100 });
     h.simulator.state.completeBillPayment(bill);
     await waitFor(() => redemptionOf(redemptionId), (r) => r.status === 'SETTLED');
     const settled = await ok(dirs.b, 'status', '--token', tokenId);
