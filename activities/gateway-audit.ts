@@ -46,6 +46,7 @@ import {
   type GatewayCallOptions,
   type GatewayClient,
   type GatewayPayment,
+  type GatewayBillPayment,
   type GatewayTransfer,
 } from '../gateway/index.ts';
 import { assert, DomainError } from '../src/errors.ts';
@@ -86,7 +87,7 @@ import { plcRedemptionFinishedSignal } from '../workflows/plc-messages.ts';
 
 export interface GatewayAuditDeps {
   pool: Pool;
-  gateway: Pick<GatewayClient, 'listTransfers' | 'listPayments' | 'getTransfer' | 'getPayment'>;
+  gateway: Pick<GatewayClient, 'listTransfers' | 'listBillPayments' | 'listPayments' | 'getTransfer' | 'getBillPayment' | 'getPayment'>;
   /** Tells a PLC's workflow that a repaired redemption settled (best effort: its expiry finds the PLC REDEEMED anyway). */
   temporal?: Pick<Client, 'workflow'> | undefined;
 }
@@ -120,7 +121,17 @@ interface Finding {
   /** The facts, in a sentence. */
   facts: string;
   /** FAILED_REDEMPTION_PAID: what the repair needs. */
-  repair?: { redemption: RedemptionRow; transfer: GatewayTransfer };
+  repair?: { redemption: RedemptionRow; transfer: Payout };
+}
+
+/**
+ * A payout at the gateway: a Pix transfer, or a bill payment (a boleto redemption's payout). Both
+ * share one status vocabulary and are audited alike; the run's scratch holds both as `transfer`.
+ */
+type Payout = GatewayTransfer | GatewayBillPayment;
+
+function payoutDestination(payout: Payout): string {
+  return 'identificationField' in payout ? `boleto ${payout.identificationField}` : (payout.pixAddressKey ?? '?');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -132,10 +143,19 @@ function callOptions(): GatewayCallOptions {
   return {};
 }
 
-/** The gateway's transfer, or null when it does not know it (a refusal); anything retryable is thrown. */
-async function readTransfer(deps: GatewayAuditDeps, id: string): Promise<GatewayTransfer | null> {
+/**
+ * The gateway's payout of this id: its transfer, else its bill payment (the listing holds both
+ * under one kind; ids are unique across them), or null when it knows neither (a refusal);
+ * anything retryable is thrown.
+ */
+async function readTransfer(deps: GatewayAuditDeps, id: string): Promise<Payout | null> {
   try {
     return await deps.gateway.getTransfer(id, callOptions());
+  } catch (error) {
+    if (!isGatewayError(error) || error.retryable) throw error;
+  }
+  try {
+    return await deps.gateway.getBillPayment(id, callOptions());
   } catch (error) {
     if (isGatewayError(error) && !error.retryable) return null;
     throw error;
@@ -151,8 +171,21 @@ async function readPayment(deps: GatewayAuditDeps, id: string): Promise<GatewayP
   }
 }
 
-function transferEvidence(transfer: GatewayTransfer | null, id: string): Record<string, unknown> {
+function transferEvidence(transfer: Payout | null, id: string): Record<string, unknown> {
   if (transfer === null) return { id, known: false };
+  if ('identificationField' in transfer) {
+    return {
+      id: transfer.id,
+      kind: 'bill_payment',
+      status: transfer.status,
+      amount: formatWireDecimal(transfer.amountMinor),
+      external_reference: transfer.externalReference,
+      identification_field: transfer.identificationField,
+      date_created: transfer.dateCreated,
+      payment_date: transfer.paymentDate,
+      fail_reason: transfer.failReason,
+    };
+  }
   return {
     id: transfer.id,
     status: transfer.status,
@@ -221,21 +254,22 @@ function parseOffset(after: string | null): number {
   return Number(after);
 }
 
-function listingPhase(kind: 'transfer' | 'payment'): AuditPhase {
+function listingPhase(kind: 'transfer' | 'bill' | 'payment'): AuditPhase {
   return {
-    name: kind === 'transfer' ? 'transfers' : 'payments',
+    name: kind === 'transfer' ? 'transfers' : kind === 'bill' ? 'bill-payments' : 'payments',
     async batch(deps, ctx, after, limit) {
       const offset = parseOffset(after);
       if (offset >= auditListedMax) return { scanned: 0, found: 0, next: null };
       const page = { dateCreatedFrom: ctx.since, limit: Math.min(limit, transferPageLimitMax), offset };
       const objects: AuditObject[] = [];
       let hasMore: boolean;
-      if (kind === 'transfer') {
-        const listed = await deps.gateway.listTransfers(page, callOptions());
+      if (kind === 'transfer' || kind === 'bill') {
+        // Bill payments are payouts too (boleto redemptions): kept as `transfer` in the scratch.
+        const listed = kind === 'transfer' ? await deps.gateway.listTransfers(page, callOptions()) : await deps.gateway.listBillPayments(page, callOptions());
         hasMore = listed.hasMore;
         for (const t of listed.items) {
           objects.push({
-            kind,
+            kind: 'transfer',
             gatewayId: t.id,
             status: t.status,
             outcome: payoutOutcome(t.status),
@@ -249,7 +283,7 @@ function listingPhase(kind: 'transfer' | 'payment'): AuditPhase {
         hasMore = listed.hasMore;
         for (const p of listed.items) {
           objects.push({
-            kind,
+            kind: 'payment',
             gatewayId: p.id,
             status: p.status,
             outcome: paymentOutcome(p.status),
@@ -344,7 +378,7 @@ const plcsPaidTwice = findingPhase(
   async (deps, ctx, tokenId) => {
     const pairs = await transfersOfPlc(deps.pool, ctx.runId, tokenId);
     const seen = new Set<string>();
-    const paid: { transfer: GatewayTransfer; redemptionId: string }[] = [];
+    const paid: { transfer: Payout; redemptionId: string }[] = [];
     for (const pair of pairs) {
       if (seen.has(pair.transferId)) continue;
       seen.add(pair.transferId);
@@ -382,7 +416,7 @@ const unknownPayouts = findingPhase(
       currency: 'BRL',
       amountMinor: transfer.amountMinor,
       evidence: { transfer: transferEvidence(transfer, transferId) },
-      facts: `gateway transfer ${transfer.id} ${transfer.status} (${formatWireDecimal(transfer.amountMinor)} to ${transfer.pixAddressKey ?? '?'}, reference ${transfer.externalReference ?? 'none'}): no redemption of ours`,
+      facts: `gateway transfer ${transfer.id} ${transfer.status} (${formatWireDecimal(transfer.amountMinor)} to ${payoutDestination(transfer)}, reference ${transfer.externalReference ?? 'none'}): no redemption of ours`,
     };
   },
 );
@@ -530,6 +564,7 @@ const forgetPhase: AuditPhase = {
 
 export const gatewayAuditPhases: readonly AuditPhase[] = [
   listingPhase('transfer'),
+  listingPhase('bill'),
   listingPhase('payment'),
   failedRedemptionsPaid,
   settledRedemptionsUnpaid,

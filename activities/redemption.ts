@@ -25,6 +25,7 @@ import { refuseFork } from '../services/fork-check.ts';
 import { hexToBytes, type TransferRecord } from '../src/protocol/index.ts';
 import { plcRedemptionFinishedSignal } from '../workflows/plc-messages.ts';
 import { refusalsAsFailures } from './failures.ts';
+import type { PayoutDestinationType, PayoutRail } from '../src/settlement/payout-destination.ts';
 
 /**
  * The redemption workflow's activities: open (the double-spend guard and issuer PROMISED ->
@@ -37,8 +38,11 @@ export interface OpenRedemptionInput {
   tokenId: string;
   bearerPubkey: string;
   headHash: string;
+  /** The payout rail; absent (pix) in redemptions opened before boleto payouts. */
+  rail?: PayoutRail;
+  /** A Pix key, or a boleto's digitable line (digits only). */
   destination: string;
-  destinationType: 'CPF' | 'CNPJ' | 'EMAIL' | 'PHONE' | 'EVP';
+  destinationType: PayoutDestinationType;
   deviceId: string;
   feeMinor: string;
   /** The fee schedule version that priced `feeMinor` (docs/limits-and-fees.md); absent before fees had versions. */
@@ -153,10 +157,28 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
     return toRedemptionState(result.redemption);
   }
 
-  function createTransfer(row: RedemptionRow) {
+  /**
+   * Creates the current attempt's payout by the redemption's rail: a Pix transfer to the key, or
+   * the payment of the boleto (a bill payment). Both answer in one status vocabulary (PENDING,
+   * BANK_PROCESSING, DONE, FAILED, CANCELLED), so everything after this is the same for both.
+   */
+  async function createTransfer(row: RedemptionRow): Promise<{ id: string; status: string; failReason: string | null }> {
+    const amountMinor = row.amount_minor - row.fee_minor;
+    if (row.rail === 'boleto') {
+      return gateway.createBillPayment({
+        idempotencyKey: gatewayIdempotencyKey('bill', payoutIdempotencyKey(row.id, row.payout_attempt)),
+        amountMinor,
+        identificationField: row.destination,
+        description: `PLC ${row.token_id}`,
+        externalReference: row.id,
+      });
+    }
+    if (row.destination_type === 'BANK_SLIP' || row.destination_type === 'COLLECTION') {
+      throw ApplicationFailure.nonRetryable(`redemption ${row.id} is pix with a boleto destination`, 'INVALID_ROW');
+    }
     return gateway.createTransfer({
       idempotencyKey: gatewayIdempotencyKey('transfer', payoutIdempotencyKey(row.id, row.payout_attempt)),
-      amountMinor: row.amount_minor - row.fee_minor,
+      amountMinor,
       pixAddressKey: row.destination,
       pixAddressKeyType: row.destination_type,
       description: `PLC ${row.token_id}`,
@@ -164,11 +186,16 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
     });
   }
 
+  /** Reads the payout back by the redemption's rail. */
+  function readPayout(row: RedemptionRow, payoutId: string): Promise<{ id: string; status: string; failReason: string | null }> {
+    return row.rail === 'boleto' ? gateway.getBillPayment(payoutId) : gateway.getTransfer(payoutId);
+  }
+
   /** The gateway's word on the row's current attempt, creating its transfer under its own key when none was ever answered. */
   async function probe(row: RedemptionRow): Promise<PayoutProbe> {
     try {
       if (row.gateway_transfer_id !== null) {
-        const read = await readRedemptionTransfer(gateway, row.gateway_transfer_id);
+        const read = await readRedemptionTransfer(gateway, row.gateway_transfer_id, row.rail);
         if (read.problem !== null) return { kind: 'unavailable', message: read.problem };
         return { kind: 'transfer', transferId: row.gateway_transfer_id, status: read.status, failReason: read.failReason };
       }
@@ -181,7 +208,7 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
       // whose answer was lost, or creates it now. Either way one transfer for this attempt.
       const transfer = await createTransfer(row);
       await recordGatewayTransfer(pool, row.id, transfer.id, transfer.status);
-      return { kind: 'transfer', transferId: transfer.id, status: transfer.status, failReason: transfer.failReason ?? null };
+      return { kind: 'transfer', transferId: transfer.id, status: transfer.status, failReason: transfer.failReason };
     } catch (error) {
       if (isGatewayError(error) && !error.retryable) {
         const gatewayStatus = `${payoutRefusalPrefix}${error.code}`;
@@ -239,7 +266,7 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
       case 'GATEWAY_UNAVAILABLE':
         return { ...base, outcome: 'GATEWAY_UNAVAILABLE', detail: `the gateway did not answer: ${decision.reason}; nothing changed`, final: null, problem: row.payout_error };
       case 'NEW_ATTEMPT': {
-        const closedKey = gatewayIdempotencyKey('transfer', payoutIdempotencyKey(row.id, row.payout_attempt));
+        const closedKey = gatewayIdempotencyKey(row.rail === 'boleto' ? 'bill' : 'transfer', payoutIdempotencyKey(row.id, row.payout_attempt));
         const next = await startNextPayoutAttempt(pool, {
           redemptionId: row.id,
           fromAttempt: row.payout_attempt,
@@ -296,6 +323,7 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
             tokenId: input.tokenId,
             bearerPubkey: input.bearerPubkey,
             headHash: input.headHash,
+            rail: input.rail,
             destination: input.destination,
             destinationType: input.destinationType,
             deviceId: input.deviceId,
@@ -335,7 +363,8 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
     },
 
     /**
-     * Creates the Pix payout of the current attempt at the gateway, or finds the one already
+     * Creates the payout of the current attempt at the gateway (a Pix transfer, or a bill payment
+     * for a boleto redemption: the rail is chosen here, so the workflow code is the same for both), or finds the one already
      * created (same idempotency key). A refusal is recorded on the row (`REFUSED:<code>`), with the
      * reason when a retry can fix it.
      */
@@ -348,9 +377,9 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
         };
       }
       try {
-        const transfer = row.gateway_transfer_id === null ? await createTransfer(row) : await gateway.getTransfer(row.gateway_transfer_id);
+        const transfer = row.gateway_transfer_id === null ? await createTransfer(row) : await readPayout(row, row.gateway_transfer_id);
         await recordGatewayTransfer(pool, row.id, transfer.id, transfer.status);
-        return { transferId: transfer.id, status: classifyTransfer(transfer.status, transfer.failReason ?? null) };
+        return { transferId: transfer.id, status: classifyTransfer(transfer.status, transfer.failReason) };
       } catch (error) {
         if (isGatewayError(error) && !error.retryable) {
           // A refusal by the gateway (an invalid key, a validation error, the platform's balance):
@@ -388,8 +417,8 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
     async readPayoutStatus(input: { redemptionId: string }): Promise<PayoutStatus> {
       const row = await load(input.redemptionId);
       if (row.gateway_transfer_id === null) return { final: false, gatewayStatus: 'NOT_CREATED' };
-      const transfer = await gateway.getTransfer(row.gateway_transfer_id);
-      return classifyTransfer(transfer.status, transfer.failReason ?? null);
+      const transfer = await readPayout(row, row.gateway_transfer_id);
+      return classifyTransfer(transfer.status, transfer.failReason);
     },
 
     async finishRedemption(input: FinishRedemptionInput): Promise<RedemptionState> {

@@ -1,5 +1,5 @@
 import { classifyGatewayWebhookText, paymentStatusByEvent, type TransferStatus } from '../gateway/index.ts';
-import { noActionReason, transferEventStatus } from '../services/webhook-intake.ts';
+import { noActionReason, payoutEvent } from '../services/webhook-intake.ts';
 import { claimInboxEvent, finishInboxEvent, type InboxFinalStatus } from '../db/inbox.ts';
 import type { Pool } from '../db/pool.ts';
 import { workflowIds } from '../workflows/ids.ts';
@@ -47,13 +47,16 @@ export function createWebhookActivities(deps: { pool: Pool; gateway: GatewayRead
       const event = classifyGatewayWebhookText(row.raw_body);
       const noAction = noActionReason(event);
       if (noAction !== undefined) return { kind: 'ignore', reason: noAction };
-      if (event.kind === 'transfer_event') {
+      const payout = payoutEvent(event);
+      if (payout !== null) {
         const verdict = await verifyTransferEvent(deps, {
           eventId: row.event_id,
           provider: row.provider,
-          transferId: event.transfer.id,
-          externalReference: event.transfer.externalReference,
-          status: transferEventStatus(event),
+          transferId: payout.payout.id,
+          externalReference: payout.payout.externalReference,
+          status: payout.status,
+          // Left out for a transfer, so that the recorded input of Pix events keeps its shape.
+          ...(payout.rail === 'boleto' ? { rail: payout.rail } : {}),
         });
         if (verdict.kind === 'no_redemption' || verdict.kind === 'not_its_transfer') return { kind: 'ignore', reason: verdict.reason };
         if (verdict.kind === 'contradicted') return { kind: 'ignore', reason: verdict.contradiction.reason, contradiction: verdict.contradiction };
@@ -62,7 +65,7 @@ export function createWebhookActivities(deps: { pool: Pool; gateway: GatewayRead
           workflowId: workflowIds.redemption(verdict.redemption.id),
           signal: 'transferEvent',
           payload: {
-            eventId: event.eventId,
+            eventId: payout.eventId,
             transferId: verdict.transfer.id,
             // The gateway's word, not the event's.
             status: verdict.transfer.status,

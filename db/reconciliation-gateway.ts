@@ -99,11 +99,13 @@ function refusalText(error: unknown): string {
  * does an operator's retry of one (activities/redemption.ts `retryPayout`).
  */
 export async function readRedemptionTransfer(
-  gateway: Pick<GatewayPort, 'getTransfer'>,
+  gateway: Pick<GatewayPort, 'getTransfer' | 'getBillPayment'>,
   transferId: string,
+  rail: 'pix' | 'boleto' = 'pix',
 ): Promise<{ status: string; failReason: string | null; problem: string | null }> {
   try {
-    const transfer = await gateway.getTransfer(transferId);
+    // A boleto redemption's payout is a bill payment, read as such (the same status vocabulary).
+    const transfer = rail === 'boleto' ? await gateway.getBillPayment(transferId) : await gateway.getTransfer(transferId);
     return { status: transfer.status, failReason: transfer.failReason, problem: null };
   } catch (error) {
     if (!isGatewayRefusal(error)) throw error;
@@ -125,6 +127,7 @@ const pendingRedemptionRow = z.object({
   fee_minor: z.bigint(),
   currency: currencyEnum,
   gateway_transfer_id: z.string().nullable(),
+  rail: z.enum(['pix', 'boleto']),
   reference_tx_id: z.string().uuid().nullable(),
 });
 
@@ -139,7 +142,7 @@ const redemptionsPhase: GatewayPhase = {
     const rows = await many(pool, pendingRedemptionRow, {
       name: 'reconcile-pending-redemptions',
       text: `SELECT r.id, r.token_id, r.bearer_pubkey, r.bearer_owner_id, r.issuer_owner_id, r.amount_minor, r.fee_minor, r.currency,
-                    r.gateway_transfer_id, (SELECT lt.id FROM ledger_transactions lt WHERE lt.id = r.request_tx_id) AS reference_tx_id
+                    r.gateway_transfer_id, r.rail, (SELECT lt.id FROM ledger_transactions lt WHERE lt.id = r.request_tx_id) AS reference_tx_id
                FROM redemptions r
               WHERE r.status = 'PENDING_PAYMENT' AND ($1::uuid IS NULL OR r.id > $1)
               ORDER BY r.id LIMIT $2`,
@@ -150,7 +153,7 @@ const redemptionsPhase: GatewayPhase = {
       const { status: gatewayStatus, failReason, problem } =
         row.gateway_transfer_id === null
           ? { status: notCreatedStatus, failReason: null, problem: null }
-          : await readRedemptionTransfer(gateway, row.gateway_transfer_id);
+          : await readRedemptionTransfer(gateway, row.gateway_transfer_id, row.rail);
       const verdict = transferVerdict(gatewayStatus);
       const state = await bucketState(pool, row.bearer_owner_id, 'PENDING', row.currency);
       handovers.push({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DomainError } from '../src/errors.ts';
+import { payoutDestinationTypes, type PayoutDestinationType, type PayoutRail } from '../src/settlement/payout-destination.ts';
 import { moneyModel } from '../src/ledger/money-model.ts';
 import type { KnownRecord, RegistrationDecision } from '../src/plc/register-transfers.ts';
 import { keyBlockedError } from './blocklist.ts';
@@ -29,9 +30,9 @@ export const redemptionRow = z.object({
   amount_minor: z.bigint(),
   fee_minor: z.bigint(),
   currency: z.enum(['BRL', 'USD', 'EUR']),
-  rail: z.literal('pix'),
+  rail: z.enum(['pix', 'boleto']),
   destination: z.string(),
-  destination_type: z.enum(['CPF', 'CNPJ', 'EMAIL', 'PHONE', 'EVP']),
+  destination_type: z.enum(payoutDestinationTypes),
   head_hash: z.string(),
   chain_length: z.number().int(),
   status: z.enum(redemptionStatuses),
@@ -104,8 +105,10 @@ export interface RedemptionRequest {
   bearerPubkey: string;
   /** The chain head the authorisation names. */
   headHash: string;
+  /** The payout rail (pix when absent: redemptions opened before boleto payouts). */
+  rail?: PayoutRail | undefined;
   destination: string;
-  destinationType: 'CPF' | 'CNPJ' | 'EMAIL' | 'PHONE' | 'EVP';
+  destinationType: PayoutDestinationType;
   deviceId: string;
   feeMinor: bigint;
   /** The fee schedule version that priced the fee (services/fees.ts). */
@@ -249,7 +252,7 @@ async function openInTransaction(
     text: `INSERT INTO redemptions (id, token_id, bearer_pubkey, bearer_owner_id, issuer_owner_id, amount_minor, fee_minor, currency,
                                     rail, destination, destination_type, head_hash, chain_length, status, request_tx_id, device_id,
                                     fee_schedule_version)
-           VALUES ($1, $2, $3, $3, $4, $5, $6, $7, 'pix', $8, $9, $10, $11, 'PENDING_PAYMENT', $12, $13, $14)
+           VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $15, $8, $9, $10, $11, 'PENDING_PAYMENT', $12, $13, $14)
            RETURNING ${columns}`,
     values: [
       request.redemptionId,
@@ -266,6 +269,7 @@ async function openInTransaction(
       booked.transactionId,
       request.deviceId,
       request.feeScheduleVersion ?? null,
+      request.rail ?? 'pix',
     ],
   });
   await client.query({

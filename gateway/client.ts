@@ -10,14 +10,17 @@ import {
 import { parseWireJson } from './json.ts';
 import { wireAmountMinorMax, wireValueFromMinor } from './money.ts';
 import {
+  billPaymentStatuses,
   billingTypes,
   paymentStatuses,
   pixAddressKeyTypes,
   transferStatuses,
   webhookEvents,
+  type CreateBillPaymentInput,
   type CreateCustomerInput,
   type CreatePaymentInput,
   type CreateTransferInput,
+  type GatewayBillPayment,
   type GatewayBoletoIdentificationField,
   type GatewayCallOptions,
   type GatewayCancelResult,
@@ -28,6 +31,7 @@ import {
   type GatewayPixQrCode,
   type GatewayTransfer,
   type GatewayWebhook,
+  type ListBillPaymentsInput,
   type ListPaymentsInput,
   type ListTransfersInput,
   type RefundPaymentInput,
@@ -35,6 +39,7 @@ import {
 } from './types.ts';
 import {
   balanceWireSchema,
+  billPaymentWireSchema,
   customerWireSchema,
   deletedWireSchema,
   identificationFieldWireSchema,
@@ -45,6 +50,7 @@ import {
   webhookWireSchema,
   wireErrorBodySchema,
   wireHeaders,
+  type BillPaymentCreateWire,
   type CustomerCreateWire,
   type PaymentCreateWire,
   type PaymentRefundWire,
@@ -93,6 +99,11 @@ export interface GatewayClient {
   getTransfer(transferId: string, options?: GatewayCallOptions): Promise<GatewayTransfer>;
   /** One page of the account's transfers (payouts), oldest first; filters are exact matches, dates inclusive. */
   listTransfers(input?: ListTransfersInput, options?: GatewayCallOptions): Promise<GatewayPage<GatewayTransfer>>;
+  /** Pays a boleto (its digitable line) from the account: the boleto rail's payout. Idempotent by key. */
+  createBillPayment(input: CreateBillPaymentInput, options?: GatewayCallOptions): Promise<GatewayBillPayment>;
+  getBillPayment(billPaymentId: string, options?: GatewayCallOptions): Promise<GatewayBillPayment>;
+  /** One page of the account's bill payments, oldest first; filters are exact matches, dates inclusive. */
+  listBillPayments(input?: ListBillPaymentsInput, options?: GatewayCallOptions): Promise<GatewayPage<GatewayBillPayment>>;
   listWebhooks(options?: GatewayCallOptions): Promise<GatewayWebhook[]>;
   updateWebhook(webhookId: string, input: UpdateWebhookInput, options?: GatewayCallOptions): Promise<GatewayWebhook>;
   /** Clears the webhook queue's penalty and interruption; the gateway refuses a second removal within 5 minutes (429). */
@@ -443,6 +454,59 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         schema: transferWireSchema,
         signal: callOptions?.signal,
       });
+    },
+
+    async createBillPayment(input, callOptions) {
+      const operation = 'createBillPayment';
+      requireIdempotencyKey(operation, input.idempotencyKey);
+      if (!/^\d{47,48}$/.test(input.identificationField)) throw invalidRequest(operation, 'identificationField must be 47 or 48 digits');
+      requireText(operation, 'externalReference', input.externalReference, 1, 255);
+      if (input.description !== undefined) requireText(operation, 'description', input.description, 0, 500);
+      const body: BillPaymentCreateWire = {
+        identificationField: input.identificationField,
+        value: requireAmount(operation, input.amountMinor),
+        description: input.description,
+        externalReference: input.externalReference,
+      };
+      return call({
+        operation,
+        method: 'POST',
+        path: '/v3/bill',
+        schema: billPaymentWireSchema,
+        body,
+        idempotencyKey: input.idempotencyKey,
+        signal: callOptions?.signal,
+      });
+    },
+
+    async getBillPayment(billPaymentId, callOptions) {
+      const operation = 'getBillPayment';
+      return call({
+        operation,
+        method: 'GET',
+        path: `/v3/bill/${requireId(operation, 'billPaymentId', billPaymentId)}`,
+        schema: billPaymentWireSchema,
+        signal: callOptions?.signal,
+      });
+    },
+
+    async listBillPayments(input = {}, callOptions) {
+      const operation = 'listBillPayments';
+      if (input.status !== undefined && !(billPaymentStatuses as readonly string[]).includes(input.status)) {
+        throw invalidRequest(operation, `unknown bill payment status ${input.status}`);
+      }
+      if (input.externalReference !== undefined) requireText(operation, 'externalReference', input.externalReference, 1, 255);
+      const limit = requireInteger(operation, 'limit', input.limit ?? 10, 1, transferPageLimitMax);
+      const offset = requireInteger(operation, 'offset', input.offset ?? 0, 0, offsetMax);
+      const page = await call({
+        operation,
+        method: 'GET',
+        path: '/v3/bill',
+        schema: listWireSchema(billPaymentWireSchema),
+        query: { status: input.status, externalReference: input.externalReference, ...dateCreatedQuery(operation, input), limit, offset },
+        signal: callOptions?.signal,
+      });
+      return { items: page.data, hasMore: page.hasMore, totalCount: page.totalCount, limit: page.limit, offset: page.offset };
     },
 
     async listWebhooks(callOptions) {

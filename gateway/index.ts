@@ -12,6 +12,7 @@ export * from './types.ts';
 export { classifyGatewayWebhook, classifyGatewayWebhookText, transferValidationAnswerSchema } from './webhooks.ts';
 export type { GatewayWebhookClassification, TransferValidationAnswer } from './webhooks.ts';
 export {
+  billPaymentStatusByEvent,
   isFailedPaymentStatus,
   isFinalPaymentStatus,
   isFinalTransferStatus,

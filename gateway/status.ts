@@ -4,7 +4,7 @@
  * gateway's vocabulary (types.ts), so deterministic workflow code can use them without pulling the
  * client or zod into its bundle.
  */
-import type { PaymentEvent, PaymentStatus, TransferEvent, TransferStatus } from './types.ts';
+import type { BillPaymentEvent, BillPaymentStatus, PaymentEvent, PaymentStatus, TransferEvent, TransferStatus } from './types.ts';
 
 /**
  * Payment status ranks. A charge only ever moves to a higher rank; a webhook or a read that
@@ -103,6 +103,14 @@ export const transferStatusByEvent: Readonly<Record<TransferEvent, TransferStatu
   TRANSFER_CANCELLED: 'CANCELLED',
 };
 
+/** The status each bill payment event announces (the `bill` inside the event is the authority). */
+export const billPaymentStatusByEvent: Readonly<Record<BillPaymentEvent, BillPaymentStatus>> = {
+  BILL_PAYMENT_CREATED: 'PENDING',
+  BILL_PAYMENT_BANK_PROCESSING: 'BANK_PROCESSING',
+  BILL_PAYMENT_DONE: 'DONE',
+  BILL_PAYMENT_FAILED: 'FAILED',
+  BILL_PAYMENT_CANCELLED: 'CANCELLED',
+};
 
 /**
  * What a gateway status means for the money that waits on it, decided here once: `paid` (the
@@ -125,8 +133,8 @@ export function reportedTransferStatus(status: string): ReportedTransferStatus {
 }
 
 /**
- * A payout (transfer): DONE is paid; FAILED and CANCELLED are failed; PENDING, BANK_PROCESSING
- * open. The one place a payout status is judged: the redemption workflow (its webhook signal),
+ * A payout (a transfer, or a bill payment: one vocabulary): DONE is paid; FAILED and CANCELLED
+ * are failed; PENDING, BANK_PROCESSING open. The one place a payout status is judged: the redemption workflow (its webhook signal),
  * its activities (the payout's creation and reads), the reconcile tools and the audit ask here.
  */
 export function payoutOutcome(status: string): GatewayOutcome {

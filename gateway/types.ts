@@ -63,9 +63,27 @@ export const transferEvents = [
 ] as const;
 export type TransferEvent = (typeof transferEvents)[number];
 
+/**
+ * Bill payment (a boleto paid out of the account) statuses: the same five as a transfer, with the
+ * same meaning (DONE paid, FAILED refused by the bank, CANCELLED never sent), so that one payout
+ * vocabulary serves both rails (docs/gateway-wire-api.md 5.3). Its own lifecycle: no validation
+ * request; PENDING, then BANK_PROCESSING, then DONE or FAILED.
+ */
+export const billPaymentStatuses = transferStatuses;
+export type BillPaymentStatus = TransferStatus;
+
+export const billPaymentEvents = [
+  'BILL_PAYMENT_CREATED',
+  'BILL_PAYMENT_BANK_PROCESSING',
+  'BILL_PAYMENT_DONE',
+  'BILL_PAYMENT_FAILED',
+  'BILL_PAYMENT_CANCELLED',
+] as const;
+export type BillPaymentEvent = (typeof billPaymentEvents)[number];
+
 /** Every event a webhook can subscribe to; the service subscribes to all of them. */
-export const webhookEvents = [...paymentEvents, ...transferEvents] as const;
-export type WebhookEvent = PaymentEvent | TransferEvent;
+export const webhookEvents = [...paymentEvents, ...transferEvents, ...billPaymentEvents] as const;
+export type WebhookEvent = PaymentEvent | TransferEvent | BillPaymentEvent;
 
 export interface GatewayCustomer {
   id: string;
@@ -209,6 +227,42 @@ export interface ListTransfersInput {
   dateCreatedFrom?: string;
   dateCreatedTo?: string;
   /** 1 to 100; the gateway's default is 10. */
+  limit?: number;
+  offset?: number;
+}
+
+/** A bill payment: the account pays a boleto (its digitable line) for the payout of a redemption. */
+export interface GatewayBillPayment {
+  id: string;
+  status: BillPaymentStatus;
+  amountMinor: bigint;
+  feeMinor: bigint;
+  /** The boleto's digitable line, digits only (47: bank slip, 48: collection slip). */
+  identificationField: string;
+  description: string | null;
+  externalReference: string | null;
+  /** Why a FAILED or CANCELLED bill payment did not go through; null otherwise. */
+  failReason: string | null;
+  dateCreated: string;
+  paymentDate: string | null;
+  transactionReceiptUrl: string | null;
+}
+
+export interface CreateBillPaymentInput {
+  idempotencyKey: string;
+  /** The amount paid; it must equal the amount the line carries when it carries one. */
+  amountMinor: bigint;
+  identificationField: string;
+  description?: string;
+  externalReference: string;
+}
+
+export interface ListBillPaymentsInput {
+  status?: BillPaymentStatus;
+  externalReference?: string;
+  /** `dateCreated[ge]`, `dateCreated[le]`: YYYY-MM-DD, inclusive. */
+  dateCreatedFrom?: string;
+  dateCreatedTo?: string;
   limit?: number;
   offset?: number;
 }

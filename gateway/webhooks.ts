@@ -1,14 +1,17 @@
 import { z } from 'zod';
 import { parseWireJson } from './json.ts';
 import {
+  billPaymentEvents,
   paymentEvents,
   transferEvents,
+  type BillPaymentEvent,
+  type GatewayBillPayment,
   type GatewayPayment,
   type GatewayTransfer,
   type PaymentEvent,
   type TransferEvent,
 } from './types.ts';
-import { paymentWireSchema, transferWireSchema, type PaymentWire, type TransferWire } from './wire.ts';
+import { billPaymentWireSchema, paymentWireSchema, transferWireSchema, type BillPaymentWire, type PaymentWire, type TransferWire } from './wire.ts';
 
 /**
  * What the gateway sends us, and the rules for acting on it. The service's webhook route
@@ -39,6 +42,15 @@ export const transferEventWireSchema = z.object({
 });
 export type TransferEventWire = z.input<typeof transferEventWireSchema>;
 
+/** A bill payment event: `{id, event: BILL_PAYMENT_*, dateCreated, bill}`. */
+export const billPaymentEventWireSchema = z.object({
+  id: eventId,
+  event: z.enum(billPaymentEvents),
+  dateCreated: z.string().max(100),
+  bill: billPaymentWireSchema,
+});
+export type BillPaymentEventWire = z.input<typeof billPaymentEventWireSchema>;
+
 /** The synchronous authorization the gateway asks for before it moves money out: `{type: "TRANSFER", transfer}`. */
 export const transferValidationRequestWireSchema = z.object({
   type: z.literal('TRANSFER'),
@@ -57,6 +69,7 @@ export const transferValidationAnswerSchema = z.union([
 export type GatewayWebhookClassification =
   | { kind: 'payment_event'; eventId: string; event: PaymentEvent; dateCreated: string; payment: GatewayPayment }
   | { kind: 'transfer_event'; eventId: string; event: TransferEvent; dateCreated: string; transfer: GatewayTransfer }
+  | { kind: 'bill_payment_event'; eventId: string; event: BillPaymentEvent; dateCreated: string; billPayment: GatewayBillPayment }
   | { kind: 'transfer_validation'; transfer: GatewayTransfer }
   | {
       kind: 'unknown';
@@ -68,6 +81,7 @@ export type GatewayWebhookClassification =
       /** Ids found in the body even though it did not parse: hints to re-read status from the gateway. */
       paymentId: string | null;
       transferId: string | null;
+      billPaymentId: string | null;
     };
 
 /**
@@ -109,6 +123,17 @@ export function classifyGatewayWebhook(body: unknown): GatewayWebhookClassificat
         transfer: parsed.data.transfer,
       };
     }
+    if ((billPaymentEvents as readonly string[]).includes(event)) {
+      const parsed = billPaymentEventWireSchema.safeParse(body);
+      if (!parsed.success) return unknown(`malformed ${event}: ${firstIssue(parsed.error)}`, body);
+      return {
+        kind: 'bill_payment_event',
+        eventId: parsed.data.id,
+        event: parsed.data.event,
+        dateCreated: parsed.data.dateCreated,
+        billPayment: parsed.data.bill,
+      };
+    }
     return unknown(`unsupported event ${event.slice(0, 100)}`, body);
   }
   if ('type' in record) {
@@ -143,6 +168,7 @@ function unknown(reason: string, body: unknown): GatewayWebhookClassification {
     type: shortString(record.type),
     paymentId: shortString(nested(record.payment, 'id')),
     transferId: shortString(nested(record.transfer, 'id')),
+    billPaymentId: shortString(nested(record.bill, 'id')),
   };
 }
 
@@ -161,4 +187,4 @@ function firstIssue(error: z.ZodError): string {
 
 
 /** Re-exported so a webhook sender (the simulator) can type its bodies against the same wire shapes. */
-export type { PaymentWire, TransferWire };
+export type { BillPaymentWire, PaymentWire, TransferWire };

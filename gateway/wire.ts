@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { minorFromWireValue, WireMoneyError } from './money.ts';
 import {
+  billPaymentStatuses,
   paymentBillingTypes,
   paymentStatuses,
   pixAddressKeyTypes,
   transferStatuses,
+  type GatewayBillPayment,
   type GatewayBoletoIdentificationField,
   type GatewayCancelResult,
   type GatewayCustomer,
@@ -183,6 +185,39 @@ export const transferWireSchema = z
   );
 export type TransferWire = z.input<typeof transferWireSchema>;
 
+/** A bill payment (`GET /v3/bill/{id}`, the answer of `POST /v3/bill`, the `bill` of bill payment events). */
+export const billPaymentWireSchema = z
+  .object({
+    object: z.literal('bill').optional(),
+    id,
+    status: z.enum(billPaymentStatuses),
+    dateCreated: z.string(),
+    value: wireMoney,
+    fee: optionalNull(wireMoney),
+    identificationField: z.string().regex(/^\d{47,48}$/),
+    paymentDate: optionalNull(z.string()),
+    failReason: optionalNull(text),
+    transactionReceiptUrl: optionalNull(z.string()),
+    description: optionalNull(text),
+    externalReference: optionalNull(z.string()),
+  })
+  .transform(
+    (wire): GatewayBillPayment => ({
+      id: wire.id,
+      status: wire.status,
+      amountMinor: wire.value,
+      feeMinor: wire.fee ?? 0n,
+      identificationField: wire.identificationField,
+      description: wire.description,
+      externalReference: wire.externalReference,
+      failReason: wire.failReason,
+      dateCreated: wire.dateCreated,
+      paymentDate: wire.paymentDate,
+      transactionReceiptUrl: wire.transactionReceiptUrl,
+    }),
+  );
+export type BillPaymentWire = z.input<typeof billPaymentWireSchema>;
+
 export const webhookWireSchema = z
   .object({
     id,
@@ -251,6 +286,13 @@ export interface TransferCreateWire {
   operationType: 'PIX';
   pixAddressKey: string;
   pixAddressKeyType: PixAddressKeyType;
+  description?: string;
+  externalReference: string;
+}
+
+export interface BillPaymentCreateWire {
+  identificationField: string;
+  value: number;
   description?: string;
   externalReference: string;
 }

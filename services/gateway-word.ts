@@ -6,6 +6,7 @@ import {
   paymentStatusDecides,
   payoutEventContradicts,
   payoutOutcome,
+  type GatewayBillPayment,
   type GatewayCallOptions,
   type GatewayPayment,
   type GatewayTransfer,
@@ -40,6 +41,7 @@ import { DomainError } from '../src/errors.ts';
 /** The part of the gateway client the checks use. */
 export interface GatewayReader {
   getTransfer(transferId: string, options?: GatewayCallOptions): Promise<GatewayTransfer>;
+  getBillPayment(billPaymentId: string, options?: GatewayCallOptions): Promise<GatewayBillPayment>;
   getPayment(paymentId: string, options?: GatewayCallOptions): Promise<GatewayPayment>;
 }
 
@@ -89,21 +91,34 @@ async function flagContradiction(
   return { eventStatus: input.eventStatus, gatewayStatus: input.gatewayStatus, reason: input.reason, riskFlagId: flag.id };
 }
 
-/** A final transfer event, checked against the gateway. */
+/** A payout as both rails' resources share it: a Pix transfer or a bill payment (one status vocabulary). */
+type Payout = GatewayTransfer | GatewayBillPayment;
+
+/** A final payout event (a transfer's, or a bill payment's for a boleto redemption), checked against the gateway. */
 export type TransferEventVerdict =
   | { kind: 'no_redemption'; reason: string }
   /** The event names a transfer of the redemption other than the one it waits for: not its payout's event. */
   | { kind: 'not_its_transfer'; reason: string; redemption: RedemptionRow }
-  | { kind: 'act'; redemption: RedemptionRow; transfer: GatewayTransfer; contradiction: Contradiction | null }
-  | { kind: 'contradicted'; redemption: RedemptionRow; transfer: GatewayTransfer | null; contradiction: Contradiction };
+  | { kind: 'act'; redemption: RedemptionRow; transfer: Payout; contradiction: Contradiction | null }
+  | { kind: 'contradicted'; redemption: RedemptionRow; transfer: Payout | null; contradiction: Contradiction };
 
+/**
+ * `rail` says which resource the event is about: `pix` a transfer (TRANSFER_* events), `boleto` a
+ * bill payment (BILL_PAYMENT_* events), read back with `getTransfer` or `getBillPayment`. An event
+ * of the other rail than its redemption's moves nothing.
+ */
 export async function verifyTransferEvent(
   deps: GatewayWordDeps,
-  event: { eventId: string; provider: string; transferId: string; externalReference: string | null; status: string },
+  event: { eventId: string; provider: string; transferId: string; externalReference: string | null; status: string; rail?: 'pix' | 'boleto' },
 ): Promise<TransferEventVerdict> {
   const { pool, gateway } = deps;
+  const rail = event.rail ?? 'pix';
+  const what = rail === 'boleto' ? 'bill payment' : 'transfer';
   const redemption = await findRedemptionForTransfer(pool, event.transferId, event.externalReference);
-  if (redemption === null) return { kind: 'no_redemption', reason: `no redemption for transfer ${event.transferId}` };
+  if (redemption === null) return { kind: 'no_redemption', reason: `no redemption for ${what} ${event.transferId}` };
+  if (redemption.rail !== rail) {
+    return { kind: 'no_redemption', reason: `redemption ${redemption.id} pays out over ${redemption.rail}: a ${what} event is not about its payout` };
+  }
   const details = { event_id: event.eventId, transfer_id: event.transferId, redemption_id: redemption.id };
   const contradict = (gatewayStatus: string | null, reason: string) =>
     flagContradiction(pool, {
@@ -114,24 +129,26 @@ export async function verifyTransferEvent(
       reason,
       details,
     });
-  const found = await read('transfer', event.transferId, () => gateway.getTransfer(event.transferId));
+  const found = await read<Payout>(what, event.transferId, () =>
+    rail === 'boleto' ? gateway.getBillPayment(event.transferId) : gateway.getTransfer(event.transferId),
+  );
   if (found.kind === 'unknown') {
     return { kind: 'contradicted', redemption, transfer: null, contradiction: await contradict(null, found.reason) };
   }
   const transfer = found.resource;
   if (transfer.externalReference !== redemption.id && redemption.gateway_transfer_id !== transfer.id) {
-    const reason = `the gateway's transfer ${transfer.id} is not redemption ${redemption.id}'s (its reference is ${transfer.externalReference ?? 'none'})`;
+    const reason = `the gateway's ${what} ${transfer.id} is not redemption ${redemption.id}'s (its reference is ${transfer.externalReference ?? 'none'})`;
     return { kind: 'contradicted', redemption, transfer, contradiction: await contradict(transfer.status, reason) };
   }
   if (redemption.gateway_transfer_id !== null && redemption.gateway_transfer_id !== transfer.id) {
     return {
       kind: 'not_its_transfer',
       redemption,
-      reason: `transfer ${transfer.id} is not the payout redemption ${redemption.id} waits for (${redemption.gateway_transfer_id}); the gateway audit reports a second payout`,
+      reason: `${what} ${transfer.id} is not the payout redemption ${redemption.id} waits for (${redemption.gateway_transfer_id}); the gateway audit reports a second payout`,
     };
   }
   if (!payoutEventContradicts(event.status, transfer.status)) return { kind: 'act', redemption, transfer, contradiction: null };
-  const reason = `the event says ${event.status}; the gateway says transfer ${transfer.id} is ${transfer.status}`;
+  const reason = `the event says ${event.status}; the gateway says ${what} ${transfer.id} is ${transfer.status}`;
   const contradiction = await contradict(transfer.status, reason);
   // The gateway's own final status is a fact: act on it. An open one decides nothing yet.
   return payoutOutcome(transfer.status) === 'open'

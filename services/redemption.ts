@@ -13,6 +13,7 @@ import type { redemptionWorkflow } from '../workflows/redemption.ts';
 import { bearerIdKey, businessStatusKey, tokenIdKey } from '../workflows/search-attributes.ts';
 import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } from './chain-intake.ts';
 import { feeRailOf, redemptionFee } from './fees.ts';
+import { checkPayoutDestination } from '../src/settlement/payout-destination.ts';
 import { checkForkAgainstRegistered, type ChainRoute } from './fork-check.ts';
 import { withDomainErrors } from './temporal.ts';
 
@@ -59,6 +60,7 @@ export interface RedemptionService {
    * errors (409 `DOUBLE_SPEND_DETECTED`, `PLC_MISMATCH`, `NOT_CURRENT_BEARER`,
    * `AUTHORIZATION_REPLAYED`, `FEE_CONSENT_REQUIRED`, `FEE_EXCEEDS_AMOUNT`, `KEY_BLOCKED` (a blocked bearer, or a new hop a blocked key signed), and what the opening refuses: `PLC_ALREADY_REDEEMED`,
    * `PLC_NOT_REDEEMABLE`, `PLC_EXPIRED`, ...; 422 `PLC_INVALID`, `UNSUPPORTED_RAIL`,
+   * `BOLETO_INVALID`, `BOLETO_AMOUNT_MISMATCH`,
    * `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`; 404 `PLC_NOT_FOUND`).
    */
   openRedemption(request: OpenRedemptionRequest): Promise<RedemptionRow>;
@@ -93,6 +95,8 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
       amountMinor: plc.commitment.amountMinor,
       currency: plc.commitment.currency,
     });
+    // A boleto is paid in full: a line that writes an amount must write the payout, amount less fee.
+    checkPayoutDestination(request.authorization, { amountMinor: plc.commitment.amountMinor - fee.feeMinor, currency: plc.commitment.currency });
     const redemptionId = request.redemptionId ?? randomUUID();
     const { tokenId, bearerPubkey } = authorized;
     const startWorkflowOperation = new WithStartWorkflowOperation<typeof redemptionWorkflow>('redemptionWorkflow', {
@@ -114,6 +118,7 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
             tokenId,
             bearerPubkey,
             headHash: authorized.headHash,
+            rail: authorized.rail,
             destination: authorized.destination,
             destinationType: authorized.destinationType,
             deviceId,

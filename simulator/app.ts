@@ -78,6 +78,7 @@ export async function createSimulator(options: SimulatorOptions = {}): Promise<S
     validationTimeoutMs: config.validationTimeoutMs,
     validationAttempts: config.validationAttempts,
     autoSettle: config.autoSettle,
+    billPaymentFails: () => faults.billPaymentFails(),
     store,
     now,
     ...(fetchImpl === undefined ? {} : { fetch: fetchImpl }),

@@ -25,6 +25,8 @@ export const faultsSchema = z.strictObject({
   /** Probability that an API call hangs for apiHangMs (past any sane client timeout), does nothing, then answers 504. */
   apiTimeoutRate: z.number().min(0).max(1),
   apiHangMs: z.number().int().min(0).max(600_000),
+  /** Probability that the bank refuses a bill payment when it processes it (FAILED, the money back to the account). */
+  billPaymentFailRate: z.number().min(0).max(1),
   /** Reseeds the generator; omit to keep the current sequence. */
   seed: z.number().int().min(0).max(2 ** 32 - 1),
 });
@@ -44,6 +46,7 @@ export function noFaults(): Faults {
     apiLostResponseRate: 0,
     apiTimeoutRate: 0,
     apiHangMs: 60_000,
+    billPaymentFailRate: 0,
   };
 }
 
@@ -86,6 +89,10 @@ export class FaultInjector {
     if (this.#rng.chance(this.#faults.apiErrorRate)) return 'error';
     if (this.#rng.chance(this.#faults.apiLostResponseRate)) return 'lost_response';
     return 'none';
+  }
+
+  billPaymentFails(): boolean {
+    return this.#rng.chance(this.#faults.billPaymentFailRate);
   }
 
   dropWebhook(): boolean {

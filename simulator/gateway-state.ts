@@ -1,10 +1,17 @@
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { wireValueFromMinor } from '../gateway/money.ts';
-import type { BillingType, PaymentEvent, PaymentStatus, PixAddressKeyType, TransferEvent, TransferStatus } from '../gateway/types.ts';
-import { transferValidationAnswerSchema, type PaymentEventWire, type TransferEventWire, type TransferValidationRequestWire } from '../gateway/webhooks.ts';
+import type { BillingType, BillPaymentEvent, BillPaymentStatus, PaymentEvent, PaymentStatus, PixAddressKeyType, TransferEvent, TransferStatus } from '../gateway/types.ts';
+import {
+  transferValidationAnswerSchema,
+  type BillPaymentEventWire,
+  type PaymentEventWire,
+  type TransferEventWire,
+  type TransferValidationRequestWire,
+} from '../gateway/webhooks.ts';
 import { parseWireJson } from '../gateway/json.ts';
 import type {
+  BillPaymentWire,
   CustomerWire,
   DeletedWire,
   IdentificationFieldWire,
@@ -48,6 +55,8 @@ export const initialBalanceMinor = 100_000_000n;
 /** Fees the simulated gateway keeps: netValue = value - fee. */
 export const chargeFeeMinor: Readonly<Record<BillingType, bigint>> = { PIX: 99n, BOLETO: 199n };
 export const transferFeeMinor = 0n;
+/** The simulated gateway's fee on a bill payment, debited on top of its value. */
+export const billPaymentFeeMinor = 0n;
 const publicBase = 'https://sandbox.gateway-simulator.invalid';
 
 interface CustomerRecord {
@@ -97,6 +106,19 @@ interface TransferRecord {
   validationAttempts: number;
 }
 
+interface BillPaymentRecord {
+  id: string;
+  status: BillPaymentStatus;
+  valueMinor: bigint;
+  feeMinor: bigint;
+  identificationField: string;
+  description: string | null;
+  externalReference: string | null;
+  failReason: string | null;
+  dateCreated: string;
+  paymentDate: string | null;
+}
+
 export interface ValidationLogEntry {
   at: string;
   transferId: string;
@@ -126,6 +148,13 @@ export interface TransferCreate {
   valueMinor: bigint;
   pixAddressKey: string;
   pixAddressKeyType: PixAddressKeyType;
+  description: string | null;
+  externalReference: string | null;
+}
+
+export interface BillPaymentCreate {
+  valueMinor: bigint;
+  identificationField: string;
   description: string | null;
   externalReference: string | null;
 }
@@ -176,6 +205,8 @@ export interface GatewayStateOptions {
   validationTimeoutMs: number;
   validationAttempts: number;
   autoSettle: boolean;
+  /** Fault injection: whether the bank refuses this bill payment (decided when it is processed). */
+  billPaymentFails?: () => boolean;
   /** Where changes are written; memory (nothing kept) by default. */
   store?: SimulatorStore;
   now?: () => Date;
@@ -204,6 +235,7 @@ export class GatewayState {
   #customers = new Map<string, CustomerRecord>();
   #payments = new Map<string, PaymentRecord>();
   #transfers = new Map<string, TransferRecord>();
+  #billPayments = new Map<string, BillPaymentRecord>();
   #idempotency = new Map<string, { fingerprint: string; resourceId: string }>();
   #validations: ValidationLogEntry[] = [];
   #balanceMinor = initialBalanceMinor;
@@ -229,6 +261,10 @@ export class GatewayState {
       const transfer = fromStoredJson<TransferRecord>(body);
       this.#transfers.set(transfer.id, transfer);
     }
+    for (const body of stored.resources.billPayment) {
+      const bill = fromStoredJson<BillPaymentRecord>(body);
+      this.#billPayments.set(bill.id, bill);
+    }
     for (const { key, fingerprint, resourceId } of stored.idempotency) this.#idempotency.set(key, { fingerprint, resourceId });
     if (stored.balanceMinor !== null) this.#balanceMinor = stored.balanceMinor;
   }
@@ -239,6 +275,11 @@ export class GatewayState {
     for (const transfer of this.#transfers.values()) {
       if (transfer.status !== 'PENDING') continue;
       this.#scheduleValidation(transfer, transfer.validationAttempts + 1);
+      resumed += 1;
+    }
+    for (const bill of this.#billPayments.values()) {
+      if (bill.status !== 'PENDING' && bill.status !== 'BANK_PROCESSING') continue;
+      this.#scheduleBillProcessing(bill);
       resumed += 1;
     }
     return resumed;
@@ -252,6 +293,7 @@ export class GatewayState {
     this.#customers = new Map();
     this.#payments = new Map();
     this.#transfers = new Map();
+    this.#billPayments = new Map();
     this.#idempotency = new Map();
     this.#validations = [];
     this.#balanceMinor = initialBalanceMinor;
@@ -519,6 +561,104 @@ export class GatewayState {
     });
   }
 
+  // Bill payments (the boleto rail's payouts)
+
+  /**
+   * Pays a boleto from the account: debits value + fee at once (given back if it fails), answers
+   * PENDING with BILL_PAYMENT_CREATED, and then processes it on its own (no validation request):
+   * BANK_PROCESSING at once, DONE when `autoSettle` (else a control completes or fails it). A line
+   * that carries an amount is paid that amount only (400 `invalid_value` otherwise).
+   */
+  createBillPayment(input: BillPaymentCreate, idempotencyKey: string | null, fingerprint: string): Created<BillPaymentWire> {
+    return this.#store.atomically(() => {
+      const replayed = this.#replay('bill', idempotencyKey, fingerprint, (id) => this.#billPayments.get(id));
+      if (replayed !== undefined) return { resource: billPaymentWire(replayed), replayed: true };
+      this.#requireRoom(this.#billPayments.size);
+      const written = lineAmountMinor(input.identificationField);
+      if (written !== null && written !== input.valueMinor) {
+        throw new SimulatorApiError(400, 'invalid_value', `the boleto is for ${wireValueFromMinor(written)}; a bill is paid in full`);
+      }
+      const debit = input.valueMinor + billPaymentFeeMinor;
+      if (debit > this.#balanceMinor) throw new SimulatorApiError(400, 'insufficient_balance', 'the account balance does not cover this bill payment');
+      const bill: BillPaymentRecord = {
+        id: randomUUID(),
+        status: 'PENDING',
+        valueMinor: input.valueMinor,
+        feeMinor: billPaymentFeeMinor,
+        identificationField: input.identificationField,
+        description: input.description,
+        externalReference: input.externalReference,
+        failReason: null,
+        dateCreated: this.#today(),
+        paymentDate: null,
+      };
+      this.#balanceMinor -= debit;
+      this.#billPayments.set(bill.id, bill);
+      this.#save('billPayment', bill);
+      this.#saveBalance();
+      this.#remember('bill', idempotencyKey, fingerprint, bill.id);
+      this.#emitBillPayment('BILL_PAYMENT_CREATED', bill);
+      this.#scheduleBillProcessing(bill);
+      return { resource: billPaymentWire(bill), replayed: false };
+    });
+  }
+
+  getBillPayment(id: string): BillPaymentWire {
+    return billPaymentWire(this.#billPayment(id));
+  }
+
+  listBillPayments(query: TransferListQuery): { data: BillPaymentWire[]; totalCount: number; hasMore: boolean } {
+    return pageOf(
+      this.#billPayments.values(),
+      (b) =>
+        (query.status === undefined || b.status === query.status) &&
+        (query.externalReference === undefined || b.externalReference === query.externalReference) &&
+        inDateRange(b.dateCreated, query.dateCreatedGe, query.dateCreatedLe),
+      billPaymentWire,
+      query.limit,
+      query.offset,
+    );
+  }
+
+  /** Control: the bank confirms the bill paid. */
+  completeBillPayment(id: string): BillPaymentWire {
+    return this.#store.atomically(() => {
+      const bill = this.#billPayment(id);
+      if (bill.status !== 'PENDING' && bill.status !== 'BANK_PROCESSING') {
+        throw new SimulatorApiError(400, 'invalid_action', `a ${bill.status} bill payment cannot be completed`);
+      }
+      this.#payBill(bill);
+      return billPaymentWire(bill);
+    });
+  }
+
+  /** Control: the bank refuses the bill (expired, already paid, unknown line); the account gets the money back. */
+  failBillPayment(id: string, reason: string): BillPaymentWire {
+    return this.#store.atomically(() => {
+      const bill = this.#billPayment(id);
+      if (bill.status !== 'PENDING' && bill.status !== 'BANK_PROCESSING') {
+        throw new SimulatorApiError(400, 'invalid_action', `a ${bill.status} bill payment cannot fail`);
+      }
+      this.#refuseBill(bill, reason);
+      return billPaymentWire(bill);
+    });
+  }
+
+  /** Control: cancels a bill payment not yet sent to the bank (PENDING); the account gets the money back. */
+  cancelBillPayment(id: string): BillPaymentWire {
+    return this.#store.atomically(() => {
+      const bill = this.#billPayment(id);
+      if (bill.status !== 'PENDING') throw new SimulatorApiError(400, 'invalid_action', `a ${bill.status} bill payment cannot be cancelled`);
+      bill.status = 'CANCELLED';
+      bill.failReason = 'cancelled before it was sent to the bank';
+      this.#balanceMinor += bill.valueMinor + bill.feeMinor;
+      this.#save('billPayment', bill);
+      this.#saveBalance();
+      this.#emitBillPayment('BILL_PAYMENT_CANCELLED', bill);
+      return billPaymentWire(bill);
+    });
+  }
+
   // Account
 
   get balanceMinor(): bigint {
@@ -537,8 +677,9 @@ export class GatewayState {
     customers: CustomerWire[];
     payments: PaymentWire[];
     transfers: (TransferWire & { validationAttempts: number })[];
+    billPayments: BillPaymentWire[];
     validations: ValidationLogEntry[];
-    counts: { customers: number; payments: number; transfers: number; idempotencyKeys: number };
+    counts: { customers: number; payments: number; transfers: number; billPayments: number; idempotencyKeys: number };
   } {
     const newest = <T>(map: Map<string, T>): T[] => [...map.values()].slice(-limit);
     return {
@@ -546,11 +687,13 @@ export class GatewayState {
       customers: newest(this.#customers).map(customerWire),
       payments: newest(this.#payments).map(paymentWire),
       transfers: newest(this.#transfers).map((t) => ({ ...transferWire(t), validationAttempts: t.validationAttempts })),
+      billPayments: newest(this.#billPayments).map(billPaymentWire),
       validations: this.#validations.slice(-limit),
       counts: {
         customers: this.#customers.size,
         payments: this.#payments.size,
         transfers: this.#transfers.size,
+        billPayments: this.#billPayments.size,
         idempotencyKeys: this.#idempotency.size,
       },
     };
@@ -568,6 +711,12 @@ export class GatewayState {
     const transfer = this.#transfers.get(id);
     if (transfer === undefined) throw notFound('transfer', id);
     return transfer;
+  }
+
+  #billPayment(id: string): BillPaymentRecord {
+    const bill = this.#billPayments.get(id);
+    if (bill === undefined) throw notFound('bill payment', id);
+    return bill;
   }
 
   #requireRoom(size: number): void {
@@ -596,7 +745,7 @@ export class GatewayState {
     this.#store.putIdempotency(`${scope}:${key}`, fingerprint, resourceId);
   }
 
-  #save(kind: ResourceKind, record: CustomerRecord | PaymentRecord | TransferRecord): void {
+  #save(kind: ResourceKind, record: CustomerRecord | PaymentRecord | TransferRecord | BillPaymentRecord): void {
     this.#store.putResource(kind, record.id, toStoredJson(record));
   }
 
@@ -620,6 +769,48 @@ export class GatewayState {
   #emitTransfer(event: TransferEvent, transfer: TransferRecord): void {
     const body: TransferEventWire = { id: eventId(), event, dateCreated: this.#eventTime(), transfer: transferWire(transfer) };
     this.#options.dispatcher.publish({ id: body.id, event, resourceId: transfer.id, billingType: null, body: JSON.stringify(body) });
+  }
+
+  #emitBillPayment(event: BillPaymentEvent, bill: BillPaymentRecord): void {
+    const body: BillPaymentEventWire = { id: eventId(), event, dateCreated: this.#eventTime(), bill: billPaymentWire(bill) };
+    this.#options.dispatcher.publish({ id: body.id, event, resourceId: bill.id, billingType: null, body: JSON.stringify(body) });
+  }
+
+  /** A bill payment's own path: to the bank at once (BANK_PROCESSING), paid at once when auto-settling. */
+  #scheduleBillProcessing(bill: BillPaymentRecord): void {
+    this.#after(0, async () => {
+      if (this.#billPayments.get(bill.id) !== bill) return;
+      this.#store.atomically(() => {
+        if (bill.status === 'PENDING') {
+          bill.status = 'BANK_PROCESSING';
+          this.#save('billPayment', bill);
+          this.#emitBillPayment('BILL_PAYMENT_BANK_PROCESSING', bill);
+        }
+        if (bill.status !== 'BANK_PROCESSING') return;
+        if (this.#options.billPaymentFails?.() === true) this.#refuseBill(bill, 'the bank refused the bill payment (injected fault)');
+        else if (this.#options.autoSettle) this.#payBill(bill);
+      });
+    });
+  }
+
+  #refuseBill(bill: BillPaymentRecord, reason: string): void {
+    bill.status = 'FAILED';
+    bill.failReason = reason.slice(0, 500);
+    this.#balanceMinor += bill.valueMinor + bill.feeMinor;
+    this.#store.atomically(() => {
+      this.#save('billPayment', bill);
+      this.#saveBalance();
+      this.#emitBillPayment('BILL_PAYMENT_FAILED', bill);
+    });
+  }
+
+  #payBill(bill: BillPaymentRecord): void {
+    bill.status = 'DONE';
+    bill.paymentDate = this.#today();
+    this.#store.atomically(() => {
+      this.#save('billPayment', bill);
+      this.#emitBillPayment('BILL_PAYMENT_DONE', bill);
+    });
   }
 
   #after(ms: number, task: () => Promise<void>): void {
@@ -807,6 +998,38 @@ function paymentWire(payment: PaymentRecord): PaymentWire {
     bankSlipUrl: payment.billingType === 'BOLETO' ? `${publicBase}/b/pdf/${payment.id}` : null,
     nossoNumero: payment.nossoNumero,
     deleted: payment.deleted,
+  };
+}
+
+/**
+ * The amount a digitable line writes, in centavos, or null when it leaves the amount open (zeros,
+ * or a collection slip whose value identifier says reference). The simulator trusts the check
+ * digits to its client (the service checks them before it pays).
+ */
+export function lineAmountMinor(line: string): bigint | null {
+  let amount: bigint | null = null;
+  if (line.length === 47) amount = BigInt(line.slice(37, 47));
+  else if (line.length === 48 && (line[2] === '6' || line[2] === '8')) {
+    const barcode = line.slice(0, 11) + line.slice(12, 23) + line.slice(24, 35) + line.slice(36, 47);
+    amount = BigInt(barcode.slice(4, 15));
+  }
+  return amount === null || amount === 0n ? null : amount;
+}
+
+function billPaymentWire(bill: BillPaymentRecord): BillPaymentWire {
+  return {
+    object: 'bill',
+    id: bill.id,
+    status: bill.status,
+    dateCreated: bill.dateCreated,
+    value: wireValueFromMinor(bill.valueMinor),
+    fee: wireValueFromMinor(bill.feeMinor),
+    identificationField: bill.identificationField,
+    paymentDate: bill.paymentDate,
+    failReason: bill.failReason,
+    transactionReceiptUrl: bill.status === 'DONE' ? `${publicBase}/comprovantes/bill/${bill.id}` : null,
+    description: bill.description,
+    externalReference: bill.externalReference,
   };
 }
 

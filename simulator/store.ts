@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 
 /**
- * Where the simulator keeps its state across restarts: customers, charges, transfers, idempotency
+ * Where the simulator keeps its state across restarts: customers, charges, transfers, bill payments, idempotency
  * keys, the account balance, each webhook's settings and penalty, and the events queued for
  * delivery. In development (`npm start`) it is a SQLite file in the data folder
  * (SIMULATOR_STATE_FILE), so a settled payout is still there after a restart, as at a real
@@ -21,7 +21,7 @@ import { DatabaseSync } from 'node:sqlite';
  * scheduled again.
  */
 
-export type ResourceKind = 'customer' | 'payment' | 'transfer';
+export type ResourceKind = 'customer' | 'payment' | 'transfer' | 'billPayment';
 
 export interface StoredDelivery {
   /** The row's id, to remove it once delivered. */
@@ -63,7 +63,7 @@ let memoryIds = 0;
 export function memoryStore(): SimulatorStore {
   return {
     location: null,
-    load: () => ({ resources: { customer: [], payment: [], transfer: [] }, idempotency: [], balanceMinor: null, webhooks: [], deliveries: [] }),
+    load: () => ({ resources: { customer: [], payment: [], transfer: [], billPayment: [] }, idempotency: [], balanceMinor: null, webhooks: [], deliveries: [] }),
     atomically: (change) => change(),
     putResource: () => {},
     putIdempotency: () => {},
@@ -120,7 +120,7 @@ export function sqliteStore(file: string): SimulatorStore {
   return {
     location: path.resolve(file),
     load() {
-      const resources: StoredState['resources'] = { customer: [], payment: [], transfer: [] };
+      const resources: StoredState['resources'] = { customer: [], payment: [], transfer: [], billPayment: [] };
       for (const row of db.prepare('SELECT kind, body FROM resources ORDER BY seq').all() as { kind: ResourceKind; body: string }[]) {
         resources[row.kind].push(row.body);
       }

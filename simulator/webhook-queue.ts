@@ -537,7 +537,8 @@ export function webhookDefinitionsFromConfig(config: {
   const isPayment = (event: WebhookEvent): boolean => event.startsWith('PAYMENT_');
   const pix = (event: WebhookEvent, billingType: BillingType | null): boolean => isPayment(event) && billingType === 'PIX';
   const boleto = (event: WebhookEvent, billingType: BillingType | null): boolean => isPayment(event) && billingType === 'BOLETO';
-  const transfer = (event: WebhookEvent): boolean => event.startsWith('TRANSFER_');
+  // Payout events: Pix transfers and bill payments (the boleto rail's payouts).
+  const transfer = (event: WebhookEvent): boolean => event.startsWith('TRANSFER_') || event.startsWith('BILL_PAYMENT_');
   const definitions: WebhookDefinition[] = [];
   if (config.paymentWebhookUrlPix !== null) {
     definitions.push({ id: `wh_payment_pix${suffix}`, name: 'Pix charges', url: config.paymentWebhookUrlPix, accepts: pix });

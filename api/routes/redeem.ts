@@ -48,7 +48,7 @@ export function toRedemptionResponse(row: RedemptionRow) {
 
 const refusals = { 404: errorResponse, 409: errorResponse, 429: errorResponse, 503: errorResponse, ...standardErrors };
 
-/** Redemption: the bearer's payout of a PLC over Pix, and the admin's view of redemptions. */
+/** Redemption: the bearer's payout of a PLC (a Pix transfer, or the payment of a boleto), and the admin's view of redemptions. */
 export async function redeemRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
   const { pool, config } = app.deps;
@@ -79,9 +79,9 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags: ['redemption'],
-        summary: 'Redeem a PLC: the bearer is paid out over Pix; answers once the redemption is open (PENDING_PAYMENT)',
+        summary: "Redeem a PLC: the bearer is paid out over Pix, or the bearer's boleto is paid; answers once the redemption is open (PENDING_PAYMENT)",
         description:
-          "The current bearer presents the PLC with its full chain and a redeem authorisation it signed (token, chain head, rail, Pix destination, timestamp; docs/protocol.md). The chain is verified, the authorisation must be the bearer's and fresh, and the PLC must not be redeemed already through any fork of its chain. The redemption workflow (`redemption-<id>`) books the bearer's PENDING, answers with the redemption in PENDING_PAYMENT, then pays out over Pix through the gateway and settles (SETTLED, PLC REDEEMED) or reverts (FAILED) on the gateway's answer; follow it with `GET /api/v1/admin/redemptions` or in the Temporal UI. The fee is the one of the fee schedule version the bearer consented to (`POST /api/v1/fees/consent`; docs/limits-and-fees.md); the payout is the amount less the fee. Refusals: 409 `PLC_ALREADY_REDEEMED`, `DOUBLE_SPEND_DETECTED`, `NOT_CURRENT_BEARER`, `PLC_NOT_REDEEMABLE`, `PLC_EXPIRED`, `FEE_CONSENT_REQUIRED` (a fee the bearer has not consented to; nothing booked), `FEE_EXCEEDS_AMOUNT`; 422 `PLC_INVALID.<reason>`, `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`, `UNSUPPORTED_RAIL` (Pix only, a valid Pix key); 404 `PLC_NOT_FOUND`.",
+          "The current bearer presents the PLC with its full chain and a redeem authorisation it signed (token, chain head, rail, destination, timestamp; docs/protocol.md 9.2). Rail `pix`: the destination is a Pix key, paid by a Pix transfer. Rail `boleto`: the destination is a boleto's digitable line, digits only (47: bank slip, 48: collection slip), whose check digits must hold and whose written amount, if any, must be the payout (the PLC's amount less the fee: a bill is paid in full; a line with an open amount is paid the payout), paid by the gateway's bill payment; the PLC must be in BRL. The chain is verified, the authorisation must be the bearer's and fresh, and the PLC must not be redeemed already through any fork of its chain. The redemption workflow (`redemption-<id>`) books the bearer's PENDING, answers with the redemption in PENDING_PAYMENT, then pays out through the gateway and settles (SETTLED, PLC REDEEMED) or reverts (FAILED) on the gateway's answer; follow it at `status_url`. The fee is the one of the fee schedule version the bearer consented to (`POST /api/v1/fees/consent`; docs/limits-and-fees.md); the payout is the amount less the fee. Refusals: 409 `PLC_ALREADY_REDEEMED`, `DOUBLE_SPEND_DETECTED`, `NOT_CURRENT_BEARER`, `PLC_NOT_REDEEMABLE`, `PLC_EXPIRED`, `FEE_CONSENT_REQUIRED` (a fee the bearer has not consented to; nothing booked), `FEE_EXCEEDS_AMOUNT`; 422 `PLC_INVALID.<reason>`, `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`, `UNSUPPORTED_RAIL` (a rail other than pix and boleto, or a pix destination that is not a Pix key), `BOLETO_INVALID.<reason>` (not_digits, wrong_length, bad_check_digit, unsupported_currency, not_a_collection_slip, not_brl), `BOLETO_AMOUNT_MISMATCH`; 404 `PLC_NOT_FOUND`.",
         headers,
         body: redeemPlcRequest,
         requestExample: { body: { plc: examplePlcTransferred, authorization: exampleRedeemAuthorization } },
@@ -112,7 +112,7 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
         tags: ['redemption'],
         summary: 'Protocol-level redemption: plc_payload is the base64 PLC JSON; bearer_signature signs the redeem message',
         description:
-          'The same operation as `POST /api/v1/redeem/`, in the protocol\'s integrator shape: the PLC as base64 JSON, the redeem authorisation spelled out field by field (the bearer and chain head are those of the payload). Same checks, same answer, same Idempotency-Key scope.',
+          'The same operation as `POST /api/v1/redeem/`, in the protocol\'s integrator shape: the PLC as base64 JSON, the redeem authorisation spelled out field by field (the bearer and chain head are those of the payload); `destination` is `{pix_key}` for rail pix, `{boleto_line}` (the digitable line, digits only) for rail boleto (422 `UNSUPPORTED_RAIL` when it does not fit the rail). Same checks, same answer, same Idempotency-Key scope.',
         headers,
         body: settlementRequest,
         requestExample: {
@@ -138,11 +138,16 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
         }
         const plc = parse(json, 'plc_payload');
         if (plc.commitment.tokenId !== request.body.plc_id) throw new DomainError('PLC_MISMATCH', 'plc_id is not the payload token id');
+        const { destination } = request.body;
+        const destinationText = 'pix_key' in destination ? destination.pix_key : destination.boleto_line;
+        if (('pix_key' in destination ? 'pix' : 'boleto') !== request.body.settlement_rail) {
+          throw new DomainError('UNSUPPORTED_RAIL', 'the destination does not fit the rail: pix_key for pix, boleto_line for boleto', { field: 'destination' });
+        }
         const authorization: RedeemAuthorization = {
           tokenId: request.body.plc_id,
           headHash: chainHeadHash(plc),
           settlementRail: request.body.settlement_rail,
-          destination: request.body.destination.pix_key,
+          destination: destinationText,
           timestampMs: request.body.timestamp_ms,
           bearerPublicKey: currentBearer(plc),
           signature: hexToBytes(request.body.bearer_signature, 64),

@@ -241,9 +241,9 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags: ['redemption'],
-        summary: "A Pix payout's status at the gateway (public: no user data)",
+        summary: "A payout's status at the gateway, a Pix transfer or a boleto's bill payment (public: no user data)",
         description:
-          "Reads the payout's status from the gateway (PENDING, DONE, FAILED with its reason); answers nothing about who was paid. 404 `NOT_FOUND` when the gateway does not know the transfer, 503 `GATEWAY_UNAVAILABLE` when it does not answer.",
+          "Reads the payout's status from the gateway (PENDING, DONE, FAILED with its reason): the transfer of this id, else the bill payment of this id (a boleto redemption's payout, its `gateway_transfer_id`); answers nothing about who was paid. 404 `NOT_FOUND` when the gateway knows neither, 503 `GATEWAY_UNAVAILABLE` when it does not answer.",
         params: z.object({ transfer_id: z.string().regex(/^[A-Za-z0-9_-]{1,100}$/) }),
         requestExample: { params: { transfer_id: 'tra_4b7e9c2a1f3d' } },
         response: {
@@ -255,12 +255,19 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
+      const notFound = (error: unknown): boolean => (error as { status?: number }).status === 404;
       try {
         const transfer = await gateway.getTransfer(request.params.transfer_id);
         return { transfer_id: transfer.id, status: transfer.status, fail_reason: transfer.failReason };
       } catch (error) {
-        const status = (error as { status?: number }).status;
-        if (status === 404) throw new DomainError('NOT_FOUND', 'no such transfer at the gateway');
+        if (!notFound(error)) throw new DomainError('GATEWAY_UNAVAILABLE', 'the gateway did not answer');
+      }
+      // Not a transfer: a boleto redemption's payout is a bill payment (ids are unique across both).
+      try {
+        const bill = await gateway.getBillPayment(request.params.transfer_id);
+        return { transfer_id: bill.id, status: bill.status, fail_reason: bill.failReason };
+      } catch (error) {
+        if (notFound(error)) throw new DomainError('NOT_FOUND', 'no such transfer or bill payment at the gateway');
         throw new DomainError('GATEWAY_UNAVAILABLE', 'the gateway did not answer');
       }
     },

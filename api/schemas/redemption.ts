@@ -10,8 +10,13 @@ export const settlementRequest = z
   .strictObject({
     plc_id: z.string().uuid(),
     plc_payload: z.string().max(180_000).describe('the full PLC JSON, base64-encoded'),
-    settlement_rail: z.literal('pix'),
-    destination: z.strictObject({ pix_key: z.string().min(1).max(77) }),
+    settlement_rail: z.enum(['pix', 'boleto']),
+    destination: z
+      .union([
+        z.strictObject({ pix_key: z.string().min(1).max(77) }),
+        z.strictObject({ boleto_line: z.string().min(1).max(140).describe("the boleto's digitable line, digits only (47 or 48), as signed") }),
+      ])
+      .describe('pix_key for rail pix, boleto_line for rail boleto'),
     bearer_signature: z.string().regex(/^[0-9a-f]{128}$/, 'expected 128 lowercase hex digits'),
     timestamp_ms: z.number().int().min(0).describe('the signed timestamp of the redeem authorisation, ms since the epoch'),
   })
@@ -28,7 +33,7 @@ export const redemptionResponse = z
     fee: amountSchema,
     currency: currencySchema,
     bearer_pubkey: z.string(),
-    rail: z.literal('pix'),
+    rail: z.enum(['pix', 'boleto']),
     destination_masked: z.string(),
     gateway_transfer_id: z.string().nullable(),
     gateway_status: z.string().nullable(),

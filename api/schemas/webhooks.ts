@@ -31,7 +31,7 @@ export const webhookView = z
     interrupted: z.boolean().describe('The gateway stopped delivering after repeated failures; events wait at the gateway'),
     penalized_requests_count: z.number().int().describe('Consecutive failed deliveries the gateway counts against the queue'),
     events: z.array(z.string()),
-    subscribed_to_all: z.boolean().describe('Subscribed to every PAYMENT_* and TRANSFER_* event (without transfer events payouts are never confirmed)'),
+    subscribed_to_all: z.boolean().describe('Subscribed to every PAYMENT_*, TRANSFER_* and BILL_PAYMENT_* event (without payout events payouts are confirmed only by polling)'),
     missing_events: z.array(z.string()),
     has_auth_token: z.boolean().nullable(),
     send_type: z.string().nullable(),

@@ -42,6 +42,7 @@ import { qrForTerminal, qrImageFormatOf, readQrImage, writeQrImage } from './qr.
 import { describeLife, holderState, renderPlc } from './format.ts';
 import { getJson, postJson, serverPaths } from './http.ts';
 import { blockedSignersOf, describeBlocklist, describeTrustedKey, downloadBlocklist, keptBlocklist, type KeptBlocklist } from './blocklist.ts';
+import { checkBoletoLine } from '../../src/settlement/boleto.ts';
 import { pixKeyType } from '../../src/settlement/pix-key.ts';
 import { signFeeConsent } from '../../src/fees/consent.ts';
 import {
@@ -716,6 +717,8 @@ export async function cancelCommand(context: CommandContext, options: { readonly
 export interface RedeemOptions {
   readonly token: string;
   readonly pixKey: string | undefined;
+  /** A boleto's digitable line (the printed form's dots and spaces are stripped before signing). */
+  readonly boleto?: string | undefined;
   readonly server: string | undefined;
 }
 
@@ -731,16 +734,33 @@ const redemptionAnswer = z.object({
   failure_reason: z.string().nullable(),
 });
 
-/** The rail and destination a redeem names, validated before anything is signed. */
-function destinationOf(options: RedeemOptions): { rail: 'pix'; destination: string } {
-  if (options.pixKey === undefined) throw new WalletError('usage', 'redeem needs --pix-key KEY');
+/**
+ * The rail and destination a redeem names, validated before anything is signed: a Pix key, or a
+ * boleto's digitable line with its check digits (`lineAmountMinor`: the amount it writes, at most
+ * the PLC's, checked once the PLC is loaded; null when the line leaves it open).
+ */
+function destinationOf(options: RedeemOptions): { rail: 'pix' | 'boleto'; destination: string; lineAmountMinor: bigint | null } {
+  if (options.pixKey !== undefined && options.boleto !== undefined) throw new WalletError('usage', 'redeem takes --pix-key KEY or --boleto LINE, not both');
+  if (options.boleto !== undefined) {
+    // The printed form (dots, spaces) is accepted and signed as its digits: the canonical line.
+    const digits = options.boleto.replace(/[\s.]/g, '');
+    const checked = checkBoletoLine(digits);
+    if (!checked.ok) {
+      throw new WalletError(
+        'invalid_destination',
+        `--boleto ${JSON.stringify(options.boleto)} is not a payable digitable line (${checked.reason.replaceAll('_', ' ')}; 47 digits for a bank slip, 48 for a collection slip): nothing was signed`,
+      );
+    }
+    return { rail: 'boleto', destination: digits, lineAmountMinor: checked.boleto.amountMinor };
+  }
+  if (options.pixKey === undefined) throw new WalletError('usage', 'redeem needs --pix-key KEY or --boleto LINE');
   if (pixKeyType(options.pixKey) === null) {
     throw new WalletError(
       'invalid_destination',
       `--pix-key ${JSON.stringify(options.pixKey)} is not a Pix key (CPF 11 digits, CNPJ 14 digits, +55 phone, e-mail of at most 77 characters, or a random key): nothing was signed`,
     );
   }
-  return { rail: 'pix', destination: options.pixKey };
+  return { rail: 'pix', destination: options.pixKey, lineAmountMinor: null };
 }
 
 /**
@@ -771,7 +791,7 @@ function updateAttempt(context: CommandContext, tokenId: string, signedAt: strin
  */
 export async function redeemCommand(context: CommandContext, options: RedeemOptions): Promise<string> {
   const wallet = loadWallet(context.dir);
-  const { rail, destination } = destinationOf(options);
+  const { rail, destination, lineAmountMinor } = destinationOf(options);
   const server = serverOf(wallet, options.server);
   const signed = withWalletLock(context.dir, () => {
     const token = loadToken(context.dir, options.token);
@@ -787,6 +807,17 @@ export async function redeemCommand(context: CommandContext, options: RedeemOpti
     const open = openRedemption(token);
     if (open !== undefined) {
       throw new WalletError('redemption_open', `redemption ${open.redemption_id ?? '?'} of ${options.token} is ${open.status ?? 'open'}: follow it with "wallet status --token ${options.token}"`);
+    }
+    if (rail === 'boleto' && plc.commitment.currency !== 'BRL') {
+      throw new WalletError('invalid_destination', `a boleto is paid in reais and ${options.token} is in ${plc.commitment.currency}: redeem it to a Pix key`);
+    }
+    // The server pays the PLC's amount less its fee, which it alone knows: a line above the PLC's
+    // amount can never be paid; the exact amount (the payout) is the server's check.
+    if (lineAmountMinor !== null && lineAmountMinor > plc.commitment.amountMinor) {
+      throw new WalletError(
+        'invalid_destination',
+        `the boleto is for ${lineAmountMinor} centavos, more than ${options.token} holds (${plc.commitment.amountMinor}): a bill is paid in full; nothing was signed`,
+      );
     }
     const nowMs = context.nowMs();
     assertAlive(plc, nowMs);

@@ -62,9 +62,12 @@ takes --server URL, or uses the server the wallet remembers (init --server, conf
                                          post this wallet's copy of a PLC with its whole chain so
                                          the server learns the offline hops; prints its answer
   cancel --token ID [--server URL]       sign (and post) the issuer's cancel of an untransferred PLC
-  redeem --token ID --pix-key KEY [--server URL]
-                                         check the key, sign (and post) the bearer's redeem; prints
-                                         the redemption's id and status (the signed body offline)
+  redeem --token ID (--pix-key KEY | --boleto LINE) [--server URL]
+                                         check the key, or the boleto's digitable line (check
+                                         digits, amount at most the PLC's; the server requires the
+                                         PLC's amount less its fee), sign (and post) the
+                                         bearer's redeem; prints the redemption's id and status
+                                         (the signed body offline)
   backup --server URL [--passphrase-file FILE]
                                          seal this wallet's seed under a recovery passphrase and
                                          store it with the server (a passphrase is generated and
@@ -96,7 +99,7 @@ const commandOptions: Record<string, readonly string[]> = {
   show: ['token'],
   list: [],
   cancel: ['token', 'server'],
-  redeem: ['token', 'pix-key', 'server'],
+  redeem: ['token', 'pix-key', 'boleto', 'server'],
   backup: ['server', 'passphrase-file'],
   recover: ['server', 'passphrase-file', 'device-id'],
   status: ['token', 'server'],
@@ -139,6 +142,7 @@ async function run(argv: readonly string[]): Promise<string> {
         in: { type: 'string' },
         text: { type: 'string' },
         'pix-key': { type: 'string' },
+        boleto: { type: 'string' },
         'device-id': { type: 'string' },
         'passphrase-file': { type: 'string' },
         'blocklist-key': { type: 'string' },
@@ -224,7 +228,12 @@ async function run(argv: readonly string[]): Promise<string> {
     case 'cancel':
       return cancelCommand(context, { token: required(values, 'token'), server: optional(values, 'server') });
     case 'redeem':
-      return redeemCommand(context, { token: required(values, 'token'), pixKey: optional(values, 'pix-key'), server: optional(values, 'server') });
+      return redeemCommand(context, {
+        token: required(values, 'token'),
+        pixKey: optional(values, 'pix-key'),
+        boleto: optional(values, 'boleto'),
+        server: optional(values, 'server'),
+      });
     case 'backup':
       return backupCommand(context, { server: required(values, 'server'), passphraseFile: optional(values, 'passphrase-file') });
     case 'recover':

@@ -11,6 +11,8 @@ import {
   type PaymentRefundWire,
   type PaymentWire,
   type TransferCreateWire,
+  type BillPaymentCreateWire,
+  type BillPaymentWire,
   type TransferWire,
   type WebhookUpdateWire,
   type WebhookWire,
@@ -73,6 +75,13 @@ export const transferCreateBody = z.object({
   externalReference: z.string().max(255).optional(),
 });
 
+export const billPaymentCreateBody = z.object({
+  identificationField: z.string().regex(/^\d{47,48}$/, 'a digitable line of 47 or 48 digits'),
+  value: positiveMoney,
+  description: z.string().max(500).optional(),
+  externalReference: z.string().max(255).optional(),
+});
+
 export const webhookUpdateBody = z.object({
   url: z.string().regex(/^https?:\/\/\S+$/).max(2_000).optional(),
   email: z.string().max(254).optional(),
@@ -117,6 +126,7 @@ export type ClientBodiesFit = [
   Accepts<typeof paymentCreateBody, PaymentCreateWire>,
   Accepts<typeof paymentRefundBody, PaymentRefundWire>,
   Accepts<typeof transferCreateBody, TransferCreateWire>,
+  Accepts<typeof billPaymentCreateBody, BillPaymentCreateWire>,
   Accepts<typeof webhookUpdateBody, WebhookUpdateWire>,
 ];
 
@@ -309,6 +319,39 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
   app.get('/transfers', async (request): Promise<ListWire<TransferWire>> => {
     const query = parseListQuery(listTransfersQuery, request.query);
     const page = state.listTransfers({
+      ...(query.status === undefined ? {} : { status: query.status }),
+      ...(query.externalReference === undefined ? {} : { externalReference: query.externalReference }),
+      ...dateRange(query),
+      limit: query.limit,
+      offset: query.offset,
+    });
+    return list(page.data, page.totalCount, page.hasMore, query.limit, query.offset);
+  });
+
+  // Bill payments (the boleto rail's payouts)
+
+  app.post('/bill', async (request, reply) => {
+    const body = parseBody(billPaymentCreateBody, request.body);
+    return created(
+      reply,
+      state.createBillPayment(
+        {
+          valueMinor: body.value,
+          identificationField: body.identificationField,
+          description: body.description ?? null,
+          externalReference: body.externalReference ?? null,
+        },
+        idempotencyKeyOf(request),
+        fingerprintOf(request.body),
+      ),
+    );
+  });
+
+  app.get<{ Params: { id: string } }>('/bill/:id', async (request) => state.getBillPayment(request.params.id));
+
+  app.get('/bill', async (request): Promise<ListWire<BillPaymentWire>> => {
+    const query = parseListQuery(listTransfersQuery, request.query);
+    const page = state.listBillPayments({
       ...(query.status === undefined ? {} : { status: query.status }),
       ...(query.externalReference === undefined ? {} : { externalReference: query.externalReference }),
       ...dateRange(query),

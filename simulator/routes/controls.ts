@@ -21,6 +21,7 @@ export interface ControlRoutesOptions {
 }
 
 const failBody = z.object({ reason: z.string().min(1).max(500).default('Pix key not found at the receiving institution') });
+const billFailBody = z.object({ reason: z.string().min(1).max(500).default('the boleto is already paid or no longer payable') });
 const balanceBody = z.object({ value: wireMoney });
 const stateQuery = z.object({ limit: z.coerce.number().int().min(1).max(1_000).default(100) });
 
@@ -36,6 +37,13 @@ export async function controlRoutes(app: FastifyInstance, options: ControlRoutes
     const body = parseBody(failBody, request.body ?? {});
     return { transfer: state.failTransfer(request.params.id, body.reason) };
   });
+
+  app.post<{ Params: { id: string } }>('/bill-payments/:id/complete', async (request) => ({ bill: state.completeBillPayment(request.params.id) }));
+  app.post<{ Params: { id: string } }>('/bill-payments/:id/fail', async (request) => {
+    const body = parseBody(billFailBody, request.body ?? {});
+    return { bill: state.failBillPayment(request.params.id, body.reason) };
+  });
+  app.post<{ Params: { id: string } }>('/bill-payments/:id/cancel', async (request) => ({ bill: state.cancelBillPayment(request.params.id) }));
 
   app.get('/faults', async () => ({ faults: faults.faults, seed: faults.seed }));
   app.post('/faults', async (request) => {

@@ -11,7 +11,7 @@ import {
   type RedeemAuthorization,
   type SignatureVerifier,
 } from '../protocol/index.ts';
-import { pixKeyType, type PixKeyType } from '../settlement/pix-key.ts';
+import { checkPayoutDestination, type PayoutDestinationType, type PayoutRail } from '../settlement/payout-destination.ts';
 
 /** What a redeem authorisation that passed every check stands for. */
 export interface AuthorizedRedemption {
@@ -20,8 +20,11 @@ export interface AuthorizedRedemption {
   bearerPubkey: string;
   /** Hex: the presented chain's head, which the authorisation names. */
   headHash: string;
+  /** The payout rail: a Pix transfer, or the payment of a boleto. */
+  rail: PayoutRail;
+  /** A Pix key, or a boleto's digitable line (digits only). */
   destination: string;
-  destinationType: PixKeyType;
+  destinationType: PayoutDestinationType;
   /** Hex: the authorisation's hash, under which it is accepted once (docs/protocol.md 9.4). */
   authorizationHash: string;
   signedAtMs: number;
@@ -36,7 +39,9 @@ export interface AuthorizeRedemptionOptions {
 
 /**
  * The redeem authorisation's own checks, on a PLC whose chain verified (docs/protocol.md 9): it
- * names this PLC, asks for a Pix payout to a valid Pix key, is signed by the bearer of the
+ * names this PLC, asks for a payout its rail can make (a Pix key, or a boleto's digitable line
+ * with valid check digits: `checkPayoutDestination`; the line's amount is the caller's to check
+ * against the payout once the fee is known), is signed by the bearer of the
  * presented chain's head over that head, within the clock tolerance of now. Refuses with the
  * domain error of the first check that fails, in that order; what the server knows (forks,
  * authorisations used before, the PLC's state) is the caller's to check.
@@ -44,15 +49,9 @@ export interface AuthorizeRedemptionOptions {
 export function authorizeRedemption(plc: Plc, authorization: RedeemAuthorization, options: AuthorizeRedemptionOptions): AuthorizedRedemption {
   const { nowMs, clockToleranceMs } = options;
   if (authorization.tokenId !== plc.commitment.tokenId) throw new DomainError('PLC_MISMATCH', 'the authorisation names another PLC');
-  if (authorization.settlementRail !== 'pix') {
-    throw new DomainError('UNSUPPORTED_RAIL', 'payouts are made over Pix only', { field: 'authorization.settlement_rail' });
-  }
-  const destinationType = pixKeyType(authorization.destination);
-  if (destinationType === null) {
-    throw new DomainError('UNSUPPORTED_RAIL', 'the destination is not a valid Pix key (CPF, CNPJ, e-mail, +55 phone or random key)', {
-      field: 'authorization.destination',
-    });
-  }
+  // Where the payout goes: a Pix key, or a payable boleto line (its amount is checked against the
+  // payout once the fee is known: services/redemption.ts).
+  const payout = checkPayoutDestination(authorization, { amountMinor: null, currency: plc.commitment.currency });
   if (!withSignatureVerifier(options.verifySignature, () => verifyRedeem(authorization))) {
     throw new DomainError('SIGNATURE_INVALID', 'the redeem signature does not verify', { field: 'authorization.signature' });
   }
@@ -72,8 +71,9 @@ export function authorizeRedemption(plc: Plc, authorization: RedeemAuthorization
     tokenId: plc.commitment.tokenId,
     bearerPubkey,
     headHash,
-    destination: authorization.destination,
-    destinationType,
+    rail: payout.rail,
+    destination: payout.destination,
+    destinationType: payout.destinationType,
     authorizationHash: bytesToHex(redeemAuthorizationHash(authorization)),
     signedAtMs: authorization.timestampMs,
   };

@@ -56,6 +56,8 @@ export const chargeStaleGraceMs = { PIX: 3_600_000, BOLETO: 3 * 86_400_000 } as 
  */
 export interface GatewayPort {
   getTransfer(transferId: string): Promise<{ id: string; status: string; failReason: string | null }>;
+  /** A boleto payout (bill payment): the same status vocabulary as a transfer. */
+  getBillPayment(billPaymentId: string): Promise<{ id: string; status: string; failReason: string | null }>;
   getPayment(paymentId: string): Promise<{ id: string; status: string }>;
   listPayments(input: { externalReference: string; limit: number }): Promise<{ items: { id: string; status: string }[] }>;
   cancelPayment(paymentId: string): Promise<unknown>;

@@ -10,7 +10,7 @@ import { gatewayAuditSchedule } from '../../worker/schedules.ts';
 import { findViolations } from '../../db/ledger.ts';
 import { finishRedemption } from '../../db/redemptions.ts';
 import type { TransferWire } from '../../gateway/wire.ts';
-import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { bankSlipLine, redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 
@@ -132,6 +132,14 @@ function foreignTransfer(valueMinor: bigint, externalReference: string | null): 
   return state.completeTransfer(made.id);
 }
 
+/** A bill payment made at the gateway outside the service (a boleto payout), paid. */
+function foreignBillPayment(valueMinor: bigint, externalReference: string | null) {
+  const state = h.simulator.state;
+  const line = bankSlipLine(0n, '7777766666555554444433333');
+  const made = state.createBillPayment({ valueMinor, identificationField: line, description: 'made outside the service', externalReference }, null, randomUUID()).resource;
+  return state.completeBillPayment(made.id);
+}
+
 describe('the gateway audit', () => {
   const expected = new Map<string, string>();
   let repaired: { redemptionId: string; tokenId: string; issuer: TestWallet };
@@ -172,6 +180,11 @@ describe('the gateway audit', () => {
     // A paid transfer no redemption accounts for.
     {
       const stray = foreignTransfer(1234n, `someone-else-${randomUUID()}`);
+      expected.set(`UNKNOWN_PAYOUT/${stray.id}`, 'SKIPPED');
+    }
+    // A paid bill payment (a boleto payout) no redemption accounts for: the audit lists bill payments as payouts.
+    {
+      const stray = foreignBillPayment(4321n, `someone-else-${randomUUID()}`);
       expected.set(`UNKNOWN_PAYOUT/${stray.id}`, 'SKIPPED');
     }
     // A transfer naming a redemption in flight, for another amount.

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { field, ok, refused } from '../bin/wallet-cli.ts';
-import { startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { bankSlipLine, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 
 let h: SettlementHarness;
 let root = '';
@@ -83,5 +83,33 @@ describe('the wallet program redeems through the real server', () => {
     expect(await ok(dirs.b, 'list')).toContain(`redeem: SETTLED (${secondId})`);
     expect(await ok(dirs.a, 'balance')).toMatch(/available: 17\.50 BRL/);
     expect(await ok(dirs.a, 'balance')).toMatch(/promised:\s+0\.00 BRL/);
+  });
+
+  it('redeem --boleto: the printed line checked, signed as digits, the amount held to the payout by the server, the bill paid and settled', { timeout: 120_000 }, async () => {
+    await h.t.deposit(keys.a, '100.00');
+    const tokenId = field(await ok(dirs.a, 'create', '--amount', '100.00', '--currency', 'BRL', '--ttl-hours', '2'), 'token_id');
+    const png = join(root, 'hop-boleto.png');
+    await ok(dirs.a, 'send', '--token', tokenId, '--to', keys.b, '--image', png);
+    await ok(dirs.b, 'receive', '--image', png);
+    // A boleto redemption costs a fee: the bearer consents to the schedule first.
+    await ok(dirs.b, 'fees', '--consent');
+    // Refused before anything is signed: a mistyped line, and a line for more than the PLC holds.
+    const estimate = await h.t.app.inject({ method: 'POST', url: '/api/v1/fees/estimate', payload: { amount: '100.00', rail: 'BOLETO', owner_id: keys.b } });
+    const payout = BigInt((estimate.json() as { net_amount: string }).net_amount.replace('.', ''));
+    const line = bankSlipLine(payout);
+    await refused(dirs.b, 'invalid_destination', 'redeem', '--token', tokenId, '--boleto', `${line.slice(0, 9)}${(Number(line[9]) + 1) % 10}${line.slice(10)}`);
+    await refused(dirs.b, 'invalid_destination', 'redeem', '--token', tokenId, '--boleto', bankSlipLine(10_001n));
+    // A line for the PLC's whole amount is the server's refusal: the payout is the amount less the fee.
+    await refused(dirs.b, 'server_refused', 'redeem', '--token', tokenId, '--boleto', bankSlipLine(10_000n));
+    const printed = `${line.slice(0, 5)}.${line.slice(5, 10)} ${line.slice(10, 15)}.${line.slice(15, 21)} ${line.slice(21, 26)}.${line.slice(26, 32)} ${line[32]} ${line.slice(33)}`;
+    const answer = await ok(dirs.b, 'redeem', '--token', tokenId, '--boleto', printed);
+    const redemptionId = field(answer, 'redemption_id');
+    const bill = (await waitFor(() => redemptionOf(redemptionId), (r) => r.gateway_transfer_id !== null)).gateway_transfer_id!;
+    expect(h.simulator.state.getBillPayment(bill)).toMatchObject({ identificationField: line, status: 'BANK_PROCESSING', value: Number(payout) / 100 });
+    h.simulator.state.completeBillPayment(bill);
+    await waitFor(() => redemptionOf(redemptionId), (r) => r.status === 'SETTLED');
+    const settled = await ok(dirs.b, 'status', '--token', tokenId);
+    expect(settled).toMatch(/plc:\s+REDEEMED/);
+    expect(await ok(dirs.b, 'show', '--token', tokenId)).toContain(`to boleto ${line}`);
   });
 });

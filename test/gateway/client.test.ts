@@ -3,7 +3,7 @@ import { createGatewayClient, gatewayIdempotencyKey, type GatewayClient } from '
 import { GatewayError } from '../../gateway/errors.ts';
 import { classifyGatewayWebhookText } from '../../gateway/webhooks.ts';
 import { createSimulator, type Simulator } from '../../simulator/app.ts';
-import { completeCpf, isValidPixPayload } from '../../simulator/documents.ts';
+import { buildBoleto, completeCpf, isValidPixPayload } from '../../simulator/documents.ts';
 import { control, dueInDays, startReceiver, type Receiver } from './receiver.ts';
 
 /**
@@ -388,6 +388,42 @@ describe('gateway client: transfers and validation', () => {
     const done = await client.getTransfer(transfer.id);
     expect(done).toMatchObject({ status: 'DONE', authorized: true });
     expect(done.endToEndIdentifier).toMatch(/^E\d{20}[a-z0-9]{11}$/);
+  });
+
+  it('pays a boleto: a bill payment goes DONE without a validation, its events classify, idempotent by key', async () => {
+    const line = buildBoleto({ amountMinor: 2_500n, dueDate: dueInDays(10), freeField: '1234567890123456789012345' }).identificationField;
+    const input = { idempotencyKey: unique('bill'), amountMinor: 2_500n, identificationField: line, description: 'boleto payout', externalReference: unique('bill-ref') };
+    const bill = await client.createBillPayment(input);
+    expect(bill).toMatchObject({ status: 'PENDING', amountMinor: 2_500n, feeMinor: 0n, identificationField: line, failReason: null });
+    expect(await client.createBillPayment(input)).toMatchObject({ id: bill.id });
+    await receiver.waitFor(() => receiver.events().some((e) => e.event === 'BILL_PAYMENT_DONE' && e.bill?.id === bill.id), 3_000, 'BILL_PAYMENT_DONE');
+    const events = receiver.events().filter((e) => e.bill?.id === bill.id);
+    expect(events.map((e) => e.event)).toEqual(['BILL_PAYMENT_CREATED', 'BILL_PAYMENT_BANK_PROCESSING', 'BILL_PAYMENT_DONE']);
+    expect(receiver.validations().some((v) => (v.body.transfer as { id?: string } | undefined)?.id === bill.id)).toBe(false);
+    const doneEvent = receiver.events().find((e) => e.event === 'BILL_PAYMENT_DONE' && e.bill?.id === bill.id);
+    const raw = receiver.requests.find((r) => r.body.id === doneEvent?.id);
+    expect(classifyGatewayWebhookText(raw!.text)).toMatchObject({ kind: 'bill_payment_event', event: 'BILL_PAYMENT_DONE', billPayment: { id: bill.id, status: 'DONE' } });
+    expect(await client.getBillPayment(bill.id)).toMatchObject({ status: 'DONE', paymentDate: expect.any(String) });
+    const listed = await client.listBillPayments({ externalReference: input.externalReference });
+    expect(listed.items.map((b) => b.id)).toEqual([bill.id]);
+    // A line written for another amount is refused: a bill is paid in full.
+    const other = await expectGatewayError(client.createBillPayment({ ...input, idempotencyKey: unique('bill'), amountMinor: 2_499n }));
+    expect(other).toMatchObject({ status: 400, code: 'invalid_value', retryable: false });
+    await expectGatewayError(client.getBillPayment('00000000-0000-4000-8000-000000000000')).then((e) => expect(e.code).toBe('not_found'));
+  });
+
+  it('a bill payment the bank refuses (injected fault) goes FAILED and the account gets the money back', async () => {
+    await control(baseUrl, 'POST', '/sim/faults', { billPaymentFailRate: 1 });
+    try {
+      const before = simulator.state.balanceMinor;
+      const line = buildBoleto({ amountMinor: 0n, dueDate: dueInDays(10), freeField: '5555544444333332222211111' }).identificationField;
+      const bill = await client.createBillPayment({ idempotencyKey: unique('bill'), amountMinor: 777n, identificationField: line, externalReference: unique('bill-ref') });
+      await receiver.waitFor(() => receiver.events().some((e) => e.event === 'BILL_PAYMENT_FAILED' && e.bill?.id === bill.id), 3_000, 'BILL_PAYMENT_FAILED');
+      expect(await client.getBillPayment(bill.id)).toMatchObject({ status: 'FAILED', failReason: expect.stringContaining('refused') });
+      expect(simulator.state.balanceMinor).toBe(before);
+    } finally {
+      await control(baseUrl, 'POST', '/sim/faults', { billPaymentFailRate: 0 });
+    }
   });
 
   it('REFUSED: the transfer is CANCELLED at once with the reason', async () => {

@@ -27,7 +27,7 @@ export interface Receiver {
   /** Overrides the answer to webhooks (not validation requests); null restores 200. */
   webhookAnswer: ((request: ReceivedRequest) => Answer) | null;
   /** Webhook bodies received at `path` (default /webhook), in arrival order. */
-  events(path?: string): { id: string; event: string; payment?: { id: string; status: string }; transfer?: { id: string; status: string }; headers: IncomingHttpHeaders }[];
+  events(path?: string): { id: string; event: string; payment?: { id: string; status: string }; transfer?: { id: string; status: string }; bill?: { id: string; status: string }; headers: IncomingHttpHeaders }[];
   validations(): ReceivedRequest[];
   waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs?: number, what?: string): Promise<void>;
   close(): Promise<void>;

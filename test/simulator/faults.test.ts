@@ -106,7 +106,7 @@ describe('simulator faults and controls', () => {
     expect(replay.replayed).toBe('true');
     await control(baseUrl, 'POST', '/sim/reset');
     const state = await control(baseUrl, 'GET', '/sim/state');
-    expect(state.counts).toEqual({ customers: 0, payments: 0, transfers: 0, idempotencyKeys: 0 });
+    expect(state.counts).toEqual({ customers: 0, payments: 0, transfers: 0, billPayments: 0, idempotencyKeys: 0 });
     const afterReset = await create();
     expect(afterReset.body.id).not.toBe(first.body.id);
   });

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createGatewayClient, type GatewayClient } from '../../gateway/client.ts';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/app.ts';
 import { waitFor } from '../support/wait.ts';
+import { buildBoleto } from '../../simulator/documents.ts';
 import { control, dueInDays, startReceiver, type Receiver } from '../gateway/receiver.ts';
 
 /**
@@ -119,6 +120,22 @@ describe('simulator state file', () => {
     expect(up.events().map((event) => event.event)).toEqual(['PAYMENT_CREATED', 'PAYMENT_RECEIVED', 'PAYMENT_CONFIRMED']);
     // The event the first run kept retrying is the same event (same id), not a new one.
     expect(refused.has(up.events()[0]?.id ?? '')).toBe(true);
+  });
+
+  it('keeps a bill payment across a restart, and finishes one that was waiting for the bank', async () => {
+    const first = await start({ autoSettle: false });
+    const line = buildBoleto({ amountMinor: 0n, dueDate: dueInDays(5), freeField: '1212123434345656567878789' }).identificationField;
+    const input = { idempotencyKey: 'bill:persist', amountMinor: 5_000n, identificationField: line, externalReference: 'persist-bill' };
+    const bill = await first.client.createBillPayment(input);
+    await waitFor(async () => (await first.client.getBillPayment(bill.id)).status === 'BANK_PROCESSING', { what: 'the bill payment at the bank', timeoutMs: 5_000 });
+    const balance = first.simulator.state.balanceMinor;
+    await stop(first.simulator);
+    const second = await start({ autoSettle: true });
+    // The same key finds the same bill payment; the one left at the bank is paid once the simulator is back.
+    expect((await second.client.createBillPayment(input)).id).toBe(bill.id);
+    await waitFor(async () => (await second.client.getBillPayment(bill.id)).status === 'DONE', { what: 'the bill payment paid after the restart', timeoutMs: 5_000 });
+    expect(second.simulator.state.balanceMinor).toBe(balance);
+    expect((await second.client.listBillPayments({ externalReference: 'persist-bill' })).items.map((b) => b.id)).toEqual([bill.id]);
   });
 
   it('asks again for the validation of a transfer that was waiting for it', async () => {

@@ -8,6 +8,7 @@ import { authorizeRedemption } from '../../src/plc/authorize-redemption.ts';
 import { DomainError } from '../../src/errors.ts';
 import { bytesToHex, chainHeadHash, redeemAuthorizationHash, signRedeem, verifySignature, type Plc, type RedeemAuthorization } from '../../src/protocol/index.ts';
 import { hop, issue, newWallet, type TestWallet } from '../support/wallet.ts';
+import { buildBoleto } from '../../simulator/documents.ts';
 
 const [alice, bob, carol] = [newWallet(), newWallet(), newWallet()];
 const plc = hop(issue(alice), alice, bob);
@@ -46,6 +47,7 @@ describe('authorizeRedemption', () => {
       tokenId: plc.commitment.tokenId,
       bearerPubkey: bob.pubkey,
       headHash: bytesToHex(chainHeadHash(plc)),
+      rail: 'pix',
       destination: pixKey,
       destinationType: 'EMAIL',
       authorizationHash: bytesToHex(redeemAuthorizationHash(authorization)),
@@ -58,7 +60,21 @@ describe('authorizeRedemption', () => {
     expect(refusal(authorize(bob, {}, other)).code).toBe('PLC_MISMATCH');
   });
 
-  it('refuses a rail other than Pix, and a destination that is no Pix key', () => {
+  it("accepts a boleto's digitable line (its amount is the service's to check, once the fee is known), and refuses a mistyped one", () => {
+    const line = (amountMinor: bigint) => buildBoleto({ amountMinor, dueDate: '2026-12-31', freeField: '1234567890123456789012345' }).identificationField;
+    const amountMinor = plc.commitment.amountMinor;
+    expect(authorizeRedemption(plc, authorize(bob, { settlementRail: 'boleto', destination: line(amountMinor) }), options)).toMatchObject({
+      rail: 'boleto',
+      destination: line(amountMinor),
+      destinationType: 'BANK_SLIP',
+    });
+    expect(authorizeRedemption(plc, authorize(bob, { settlementRail: 'boleto', destination: line(amountMinor + 1n) }), options).rail).toBe('boleto');
+    const good = line(amountMinor);
+    const mistyped = `${good.slice(0, 9)}${(Number(good[9]) + 1) % 10}${good.slice(10)}`;
+    expect(refusal(authorize(bob, { settlementRail: 'boleto', destination: mistyped }))).toMatchObject({ code: 'BOLETO_INVALID', details: { reason: 'bad_check_digit' } });
+  });
+
+  it('refuses a rail other than Pix and boleto, and a destination that is no Pix key', () => {
     expect(refusal({ ...authorize(bob), settlementRail: 'ted' } as unknown as RedeemAuthorization)).toMatchObject({
       code: 'UNSUPPORTED_RAIL',
       details: { field: 'authorization.settlement_rail' },

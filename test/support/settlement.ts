@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { createSimulator, type Simulator } from '../../simulator/app.ts';
+import { buildBoleto } from '../../simulator/documents.ts';
+import { signFeeConsent } from '../../src/fees/consent.ts';
 import { freePort } from '../../infra/temporal-dev-server.ts';
 import {
   bytesToHex,
@@ -83,13 +85,35 @@ export async function startSettlementHarness(
   };
 }
 
-export function redeemBody(plc: Plc, bearer: TestWallet, pixKey: string, timestampMs: number = Date.now()) {
+export function redeemBody(plc: Plc, bearer: TestWallet, pixKey: string, timestampMs: number = Date.now(), rail: 'pix' | 'boleto' = 'pix') {
   if (bytesToHex(currentBearer(plc)) !== bearer.pubkey) throw new Error('redeemBody: not the bearer');
   const authorization = signRedeem(
-    { tokenId: plc.commitment.tokenId, headHash: chainHeadHash(plc), settlementRail: 'pix', destination: pixKey, timestampMs },
+    { tokenId: plc.commitment.tokenId, headHash: chainHeadHash(plc), settlementRail: rail, destination: pixKey, timestampMs },
     bearer.keys.secretKey,
   );
   return { plc: plcToJson(plc), authorization: redeemAuthorizationToJson(authorization) };
+}
+
+/** The bearer's signed consent to a fee schedule version (a boleto redemption costs a fee: docs/limits-and-fees.md). */
+export function feeConsentBody(wallet: TestWallet, version: number = 1) {
+  const signed = signFeeConsent({ deviceId: 'phone-fees', scheduleVersion: version, operationTimestampMs: Date.now() }, wallet.keys.secretKey);
+  return {
+    public_key: wallet.pubkey,
+    schedule_version: version,
+    device_id: signed.deviceId,
+    operation_timestamp: signed.operationTimestampMs,
+    device_signature: bytesToHex(signed.signature),
+  };
+}
+
+/** A redeem body paying the boleto whose digitable line (digits only) the bearer signs. */
+export function boletoRedeemBody(plc: Plc, bearer: TestWallet, line: string, timestampMs: number = Date.now()) {
+  return redeemBody(plc, bearer, line, timestampMs, 'boleto');
+}
+
+/** A valid bank slip's digitable line (47 digits) for this amount in centavos (0: the amount left open). */
+export function bankSlipLine(amountMinor: bigint, freeField: string = '1234567890123456789012345'): string {
+  return buildBoleto({ amountMinor, dueDate: '2026-12-31', freeField }).identificationField;
 }
 
 /** The protocol-level POST /api/v1/settlements body for the same redeem authorisation. */

@@ -52,6 +52,7 @@ function transferDone(): { id: string; text: string } {
 const noGateway = {
   getTransfer: () => Promise.reject(new Error('the gateway must not be read for an event about nothing we know')),
   getPayment: () => Promise.reject(new Error('the gateway must not be read for an event about nothing we know')),
+  getBillPayment: () => Promise.reject(new Error('the gateway must not be read for an event about nothing we know')),
 };
 
 /** Runs one webhook workflow on a worker of its own whose routing step is `route`. */
