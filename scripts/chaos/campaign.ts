@@ -246,19 +246,25 @@ class Campaign {
   }
 
   async fundIssuers(count: number): Promise<void> {
-    for (let i = 0; i < count; i += 1) {
-      const issuer = wallet();
-      const deposit = await this.adminRequest('POST', '/balance/deposit', { owner_id: issuer.pubkey, amount: '1000000.00', currency: 'BRL' }, {
-        'idempotency-key': randomUUID(),
-      });
-      if (deposit.status !== 200) throw new Error(`deposit answered ${deposit.status}: ${JSON.stringify(deposit.json)}`);
-      this.issuers.push(issuer);
-    }
+    for (let i = 0; i < count; i += 1) this.issuers.push(await this.fundedIssuer());
   }
 
-  /** A PLC issued and registered, hopped once to a bearer (not registered: the redeem presents it). */
-  async transferablePlc(): Promise<{ plc: Plc; issuer: Wallet; bearer: Wallet; chain: Plc } | null> {
-    const issuer = this.issuers[this.pick(0, this.issuers.length - 1)] as Wallet;
+  /** A new issuer with money of its own. */
+  async fundedIssuer(): Promise<Wallet> {
+    const issuer = wallet();
+    const deposit = await this.adminRequest('POST', '/balance/deposit', { owner_id: issuer.pubkey, amount: '1000000.00', currency: 'BRL' }, {
+      'idempotency-key': randomUUID(),
+    });
+    if (deposit.status !== 200) throw new Error(`deposit answered ${deposit.status}: ${JSON.stringify(deposit.json)}`);
+    return issuer;
+  }
+
+  /**
+   * A PLC issued and registered, hopped once to a bearer (not registered: the redeem presents it),
+   * by one of the shared issuers, or by `issuer` (one that is about to fork: a proven fork blocks its
+   * key, and every new hop it signed after that is refused, so it must not be one the other parts use).
+   */
+  async transferablePlc(issuer: Wallet = this.issuers[this.pick(0, this.issuers.length - 1)] as Wallet): Promise<{ plc: Plc; issuer: Wallet; bearer: Wallet; chain: Plc } | null> {
     const plc = createPlc({ issuerSecretKey: issuer.keys.secretKey, amountMinor: BigInt(this.pick(100, 999)), currency: 'BRL', createdAtMs: Date.now(), ttlHours: 24, tokenId: randomUUID() });
     const created = await this.request('POST', '/plc/create', { plc: plcToJson(plc) }, { 'x-device-id': 'chaos-device' });
     if (created.status !== 200) return null;
@@ -404,7 +410,8 @@ class Campaign {
     const count = this.options.short ? 3 : 25;
     const requests: Promise<unknown>[] = [];
     for (let i = 0; i < count; i += 1) {
-      const entry = await this.transferablePlc();
+      // An issuer of its own: the fork below proves it cheated, and its key is blocked (docs/protocol.md section 18).
+      const entry = await this.transferablePlc(await this.fundedIssuer());
       if (entry === null) continue;
       const { plc, issuer, bearer, chain } = entry;
       // The issuer spends the promise twice: a fork.

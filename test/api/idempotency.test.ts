@@ -111,6 +111,10 @@ const table: Record<string, () => Promise<Case>> = {
     const owner = `owner-${randomUUID().slice(0, 8)}`;
     return { body: { owner_id: owner, amount: '10.00', customer: payer }, other: { owner_id: owner, amount: '11.00', customer: payer }, headers: device };
   },
+  'POST /api/v1/dev/owners/{owner_id}/fund': async () => {
+    const owner = `owner-${randomUUID().slice(0, 8)}`;
+    return { body: { amount: '5.00', currency: 'BRL' }, other: { amount: '6.00', currency: 'BRL' }, headers: device, url: `/api/v1/dev/owners/${owner}/fund` };
+  },
   'POST /api/v1/balance/deposit': async () => {
     const owner = `owner-${randomUUID().slice(0, 8)}`;
     return { body: { owner_id: owner, amount: '5.00', currency: 'BRL' }, other: { owner_id: owner, amount: '6.00', currency: 'BRL' }, headers: h.admin };

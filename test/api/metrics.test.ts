@@ -163,6 +163,7 @@ describe('protection of GET /metrics', () => {
       PIN_PEPPER: 'p'.repeat(32),
       GATEWAY_API_KEY: 'live-key',
       GATEWAY_WEBHOOK_TOKEN: 'live-webhook-token',
+      BLOCKLIST_SIGNING_SEED: '5a'.repeat(32),
     };
     expect(apiMetricsServed(loadConfig(production))).toBe(false);
     expect(apiMetricsServed(loadConfig({ ...production, METRICS_TOKEN: 't'.repeat(16) }))).toBe(true);

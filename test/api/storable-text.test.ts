@@ -115,6 +115,9 @@ beforeAll(async () => {
     RATE_LIMIT_SECURITY_PER_MINUTE: '1000000',
     RATE_LIMIT_WEBHOOK_REMOVAL_PER_MINUTE: '1000000',
     LOGIN_RATE_LIMIT_PER_MINUTE: '10000',
+    RATE_LIMIT_B2B_PER_MINUTE: '1000000',
+    RATE_LIMIT_B2B_SIGNUP_PER_MINUTE: '1000000',
+    RATE_LIMIT_FEES_PER_MINUTE: '1000000',
   });
   admin = await t.adminHeaders();
   const operations = operationsOf(await loadDocument(t.app));
