@@ -25,8 +25,8 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function created(amountMinor = 100n): Promise<Plc> {
-  const plc = issue(issuer, { amountMinor });
+async function created(amountMinor = 100n, by: TestWallet = issuer): Promise<Plc> {
+  const plc = issue(by, { amountMinor });
   const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
   expect(response.statusCode, response.body).toBe(200);
   return plc;
@@ -39,12 +39,16 @@ describe('POST /api/v1/pos/sync', () => {
     const paid = hop(await created(), issuer, terminal);
     const kept = hop(await created(), issuer, terminal);
     const asText = hop(await created(), issuer, terminal);
-    // A fork: the issuer gave this PLC to someone else first, and that hop is registered.
-    const forkedBase = await created();
+    // A fork: its issuer gave this PLC to someone else first, and that hop is registered. An issuer
+    // of its own: the fork blocks its key, and every later hop it signed is refused (docs/protocol.md
+    // section 18), which would refuse the other items too.
+    const forger = newWallet();
+    await h.t.deposit(forger.pubkey, '10.00');
+    const forkedBase = await created(100n, forger);
     const other: TestWallet = newWallet();
-    const registered = await h.t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(hop(forkedBase, issuer, other)) } });
+    const registered = await h.t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(hop(forkedBase, forger, other)) } });
     expect(registered.json().appended).toBe(1);
-    const forked = hop(forkedBase, issuer, terminal);
+    const forked = hop(forkedBase, forger, terminal);
     const wrongPix = hop(await created(), issuer, terminal);
 
     const batch = {
@@ -68,7 +72,7 @@ describe('POST /api/v1/pos/sync', () => {
     expect(items[1]).toMatchObject({ index: 1, status: 'redeemed', redemption: { status: 'PENDING_PAYMENT' } });
     expect(items[2]).toMatchObject({ status: 'registered', token_id: asText.commitment.tokenId });
     expect(items[3]).toMatchObject({ status: 'refused', token_id: forkedBase.commitment.tokenId, error: { stage: 'register', code: 'DOUBLE_SPEND_DETECTED', retryable: false } });
-    expect(items[3].error.details).toMatchObject({ signer_pubkey: issuer.pubkey });
+    expect(items[3].error.details).toMatchObject({ signer_pubkey: forger.pubkey });
     expect(items[4]).toMatchObject({ status: 'refused', token_id: null, error: { stage: 'parse', code: 'PLC_INVALID' } });
     expect(items[5]).toMatchObject({ status: 'refused', registration: { appended: 1 }, error: { stage: 'redeem', code: 'POS_DESTINATION_MISMATCH' } });
     expect(items[6]).toMatchObject({ status: 'refused', error: { stage: 'parse', code: 'PLC_INVALID' } });
