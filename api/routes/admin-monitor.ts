@@ -10,6 +10,7 @@ import { webhookRemovalRateLimit } from './redemption-webhooks.ts';
 import { adminErrors, errorResponse, monitorPageQuery, pageQuery } from '../schemas/common.ts';
 import { examplePubkeys } from '../schemas/examples.ts';
 import {
+  backoffRemovedAnswer,
   backoffRemovedResponse,
   dashboardResponse,
   diagnosticsResponse,
@@ -180,17 +181,7 @@ export async function adminMonitorRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const removed = await operations.removeBackoff(request.params.webhook_id, actor(request), 'admin');
       request.log.info({ webhook_id: removed.webhookId, admin: actor(request) }, 'webhook penalty removed');
-      return {
-        webhook_id: removed.webhookId,
-        status: 'removed' as const,
-        cooldown_until: removed.cooldownUntil,
-        webhook: {
-          id: removed.webhook.id,
-          enabled: removed.webhook.enabled,
-          interrupted: removed.webhook.interrupted,
-          penalized_requests_count: removed.webhook.penalizedRequestsCount,
-        },
-      };
+      return backoffRemovedAnswer(removed);
     },
   );
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { guardEveryRoute } from '../plugins/auth.ts';
 import { createWebhookOperations } from '../../services/webhook-operations.ts';
 import { adminErrors, errorResponse } from '../schemas/common.ts';
-import { backoffRemovedResponse, reactivateAllResponse, webhookHealthResponse, webhookIdParams, webhookView } from '../schemas/webhooks.ts';
+import { backoffRemovedAnswer, backoffRemovedResponse, reactivateAllResponse, webhookHealthResponse, webhookIdParams, webhookView } from '../schemas/webhooks.ts';
 
 /**
  * The gateway's webhooks (the spec's "Redemption through the payment gateway": webhook list,
@@ -82,17 +82,7 @@ export async function redemptionWebhookRoutes(app: FastifyInstance): Promise<voi
     async (request) => {
       const removed = await operations.removeBackoff(request.params.webhook_id, actor(request), 'api');
       request.log.info({ webhook_id: removed.webhookId, admin: actor(request) }, 'webhook backoff removed');
-      return {
-        webhook_id: removed.webhookId,
-        status: 'removed' as const,
-        cooldown_until: removed.cooldownUntil,
-        webhook: {
-          id: removed.webhook.id,
-          enabled: removed.webhook.enabled,
-          interrupted: removed.webhook.interrupted,
-          penalized_requests_count: removed.webhook.penalizedRequestsCount,
-        },
-      };
+      return backoffRemovedAnswer(removed);
     },
   );
 

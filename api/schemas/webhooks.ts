@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { inboxStatuses } from '../../db/inbox.ts';
 import { operationStatuses, operationTypes } from '../../db/operation-log.ts';
 import { penaltyActions } from '../../db/webhook-monitor.ts';
+import type { BackoffRemovalResult } from '../../workflows/webhook-messages.ts';
 
 /** Schemas of the webhook operations and the monitor (api/routes/redemption-webhooks.ts, api/routes/admin-monitor.ts). */
 
@@ -75,6 +76,21 @@ export const backoffRemovedResponse = z
     }),
   })
   .meta({ id: 'BackoffRemovedResponse' });
+
+/** The answer of a backoff removal, the same from the gateway's route and the operators' one. */
+export function backoffRemovedAnswer(removed: Extract<BackoffRemovalResult, { kind: 'removed' }>): z.infer<typeof backoffRemovedResponse> {
+  return {
+    webhook_id: removed.webhookId,
+    status: 'removed',
+    cooldown_until: removed.cooldownUntil,
+    webhook: {
+      id: removed.webhook.id,
+      enabled: removed.webhook.enabled,
+      interrupted: removed.webhook.interrupted,
+      penalized_requests_count: removed.webhook.penalizedRequestsCount,
+    },
+  };
+}
 
 export const reactivateAllResponse = z
   .object({
