@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { withTransaction, type Pool } from '../db/pool.ts';
+import { causesOf } from '../src/errors.ts';
 import {
   appendPenaltyLog,
   deferRemoval,
@@ -272,10 +273,8 @@ function executionOf(): { workflowId: string; runId: string } {
 
 /** `CODE: message` of the first ApplicationFailure in a client error's cause chain. */
 function describeFailure(error: unknown): string {
-  let current: unknown = error;
-  for (let depth = 0; depth < 6 && typeof current === 'object' && current !== null; depth += 1) {
-    if (current instanceof ApplicationFailure && typeof current.type === 'string') return `${current.type}: ${current.message}`.slice(0, 1000);
-    current = (current as { cause?: unknown }).cause;
+  for (const cause of causesOf(error)) {
+    if (cause instanceof ApplicationFailure && typeof cause.type === 'string') return `${cause.type}: ${cause.message}`.slice(0, 1000);
   }
   return (error instanceof Error ? error.message : String(error)).slice(0, 1000);
 }

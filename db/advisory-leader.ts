@@ -1,5 +1,9 @@
 import pg from 'pg';
+import { z } from 'zod';
 import type { Pool } from './pool.ts';
+import { exec, one } from './sql.ts';
+
+const lockedRow = z.object({ locked: z.boolean() });
 
 /**
  * One leader among the processes sharing a database, elected by a session-level PostgreSQL
@@ -79,7 +83,7 @@ export function advisoryLeadership(pool: Pool, options: AdvisoryLeadershipOption
         if (now - lastCheckAt < checkMs) return true;
         lastCheckAt = now;
         try {
-          await client?.query('SELECT 1');
+          if (client !== undefined) await exec(client, { name: 'leader-check', text: 'SELECT 1' });
           return leading;
         } catch {
           drop();
@@ -90,8 +94,12 @@ export function advisoryLeadership(pool: Pool, options: AdvisoryLeadershipOption
       lastAskAt = now;
       try {
         client ??= await connect();
-        const result = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::int8) AS locked', [options.key.toString()]);
-        leading = result.rows[0]?.locked === true;
+        const { locked } = await one(client, lockedRow, {
+          name: 'leader-try-lock',
+          text: 'SELECT pg_try_advisory_lock($1::int8) AS locked',
+          values: [options.key.toString()],
+        });
+        leading = locked;
         lastCheckAt = Date.now();
         if (released) {
           drop();
@@ -109,7 +117,7 @@ export function advisoryLeadership(pool: Pool, options: AdvisoryLeadershipOption
       client = undefined;
       leading = false;
       if (gone === undefined) return;
-      await gone.query('SELECT pg_advisory_unlock_all()').catch(() => {});
+      await exec(gone, { name: 'leader-unlock', text: 'SELECT pg_advisory_unlock_all()' }).catch(() => {});
       await gone.end().catch(() => {});
     },
   };

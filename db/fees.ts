@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { checkRules, feeRails, feeTiers, type FeeRule } from '../src/fees/schedule.ts';
 import { withTransaction, type Pool, type Queryable } from './pool.ts';
-import { many, maybeOne, one } from './sql.ts';
+import { exec, many, maybeOne, one } from './sql.ts';
 
 /**
  * The fee schedule's versions and rules, the owners' consents, and B2B quotes (migration
@@ -85,7 +85,7 @@ export async function publishFeeSchedule(pool: Pool, schedule: { description: st
   const problem = checkRules(schedule.rules);
   if (problem !== null) throw new Error(`fee schedule refused: ${problem}`);
   return withTransaction(pool, async (client) => {
-    await client.query('LOCK TABLE fee_schedule_versions IN SHARE ROW EXCLUSIVE MODE');
+    await exec(client, { name: 'fees-publish-lock', text: 'LOCK TABLE fee_schedule_versions IN SHARE ROW EXCLUSIVE MODE' });
     const { version } = await one(client, z.object({ version: z.number().int() }), {
       name: 'fees-publish-version',
       text: `INSERT INTO fee_schedule_versions (version, description)
@@ -93,7 +93,8 @@ export async function publishFeeSchedule(pool: Pool, schedule: { description: st
       values: [schedule.description],
     });
     for (const rule of schedule.rules) {
-      await client.query({
+      await exec(client, {
+        prepare: true,
         name: 'fees-publish-rule',
         text: 'INSERT INTO fee_rules (version, rail, tier, fixed_minor, rate_bps, min_minor, max_minor) VALUES ($1, $2, $3, $4, $5, $6, $7)',
         values: [version, rule.rail, rule.tier, rule.fixedMinor.toString(), rule.rateBps, rule.minMinor.toString(), rule.maxMinor?.toString() ?? null],

@@ -1,7 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { readdir } from 'node:fs/promises';
 import { migrate } from 'postgres-migrations';
+import { z } from 'zod';
 import type { Pool } from './pool.ts';
+import { one } from './sql.ts';
 
 /** The folder of numbered SQL files (`1_foundation.sql`, `2_ledger.sql`, ...). */
 export const migrationsDir = fileURLToPath(new URL('../migrations/', import.meta.url));
@@ -32,8 +34,11 @@ export async function countMigrationFiles(): Promise<number> {
 export async function countAppliedMigrations(pool: Pool): Promise<number> {
   // Two statements: a statement naming a table that does not exist fails when it is parsed,
   // whatever branch would have run.
-  const exists = await pool.query<{ present: boolean }>(`SELECT to_regclass('public.migrations') IS NOT NULL AS present`);
-  if (exists.rows[0]?.present !== true) return 0;
-  const result = await pool.query<{ count: string }>('SELECT count(*)::text AS count FROM migrations');
-  return Number(result.rows[0]?.count ?? 0);
+  const { present } = await one(pool, z.object({ present: z.boolean() }), {
+    name: 'migrations-table-exists',
+    text: `SELECT to_regclass('public.migrations') IS NOT NULL AS present`,
+  });
+  if (!present) return 0;
+  const { count } = await one(pool, z.object({ count: z.number().int() }), { name: 'migrations-count', text: 'SELECT count(*)::int AS count FROM migrations' });
+  return count;
 }

@@ -3,7 +3,7 @@ import { DomainError } from '../src/errors.ts';
 import { reputationTierNames, type ReputationTier } from '../src/reputation/rules.ts';
 import { isUniqueViolation } from './plcs.ts';
 import { withTransaction, type Pool, type Queryable } from './pool.ts';
-import { many, maybeOne, one } from './sql.ts';
+import { exec, many, maybeOne, one } from './sql.ts';
 
 /**
  * Progressive limits (migration 25_plc_limits): what the create path reads to compute a device's limits,
@@ -236,7 +236,8 @@ export async function decideLimitRequest(pool: Pool, requestId: string, decision
       });
     }
     if (approve) {
-      await client.query({
+      await exec(client, {
+        prepare: true,
         name: 'plc-limit-override-upsert',
         text: `INSERT INTO plc_limit_overrides (device_id, owner_id, request_id, max_amount_minor, daily_limit_minor, ends_at)
                VALUES ($1, $2, $3, $4, $5, $6)

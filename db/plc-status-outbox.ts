@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { plcStatuses } from '../src/plc/lifecycle.ts';
 import type { Queryable } from './pool.ts';
-import { many } from './sql.ts';
+import { exec, many } from './sql.ts';
 
 /**
  * The outbox of PLC statuses owed to the PLC workflows (migration 9). The transfer route queues
@@ -34,7 +34,8 @@ export function claimDueStatuses(db: Queryable, limit: number, leaseMs: number):
 
 /** Done with a row: deleted, unless it was queued again after it was claimed. */
 export async function completeStatus(db: Queryable, row: Pick<OutboxRow, 'token_id' | 'revision'>): Promise<void> {
-  await db.query({
+  await exec(db, {
+    prepare: true,
     name: 'plc-outbox-complete',
     text: 'DELETE FROM plc_status_outbox WHERE token_id = $1 AND revision = $2',
     values: [row.token_id, row.revision],
@@ -43,7 +44,8 @@ export async function completeStatus(db: Queryable, row: Pick<OutboxRow, 'token_
 
 /** A failed delivery: tried again after `retryInMs`. */
 export async function failStatus(db: Queryable, row: Pick<OutboxRow, 'token_id' | 'revision'>, retryInMs: number, error: string): Promise<void> {
-  await db.query({
+  await exec(db, {
+    prepare: true,
     name: 'plc-outbox-fail',
     text: `UPDATE plc_status_outbox SET next_attempt_at = now() + make_interval(secs => $3 / 1000.0), last_error = left($4, 500)
             WHERE token_id = $1 AND revision = $2`,

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { causesOf } from '../src/errors.ts';
 import { holdCommitted, releaseCommitted } from './committed.ts';
 
 /**
@@ -13,7 +14,8 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value: string) => value);
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
-export type Queryable = pg.Pool | pg.PoolClient;
+/** What the helpers of db/sql.ts run on: the pool, a checked-out client, or a dedicated connection (LISTEN, a session lock). */
+export type Queryable = pg.Pool | pg.ClientBase;
 
 export interface PoolOptions {
   connectionString: string;
@@ -105,8 +107,8 @@ const outageSqlStates: Record<string, DatabaseOutage> = {
 const outageSocketCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
 export function databaseOutageOf(error: unknown): DatabaseOutage | null {
-  let cause: unknown = error;
-  for (let depth = 0; depth < 4 && cause instanceof Error; depth += 1) {
+  for (const cause of causesOf(error, 4)) {
+    if (!(cause instanceof Error)) break;
     const code = (cause as { code?: unknown }).code;
     if (typeof code === 'string') {
       const byState = outageSqlStates[code];
@@ -121,7 +123,6 @@ export function databaseOutageOf(error: unknown): DatabaseOutage | null {
     if (message.startsWith('Connection terminated') || message === 'Client has encountered a connection error and is not queryable') {
       return 'unavailable';
     }
-    cause = (cause as { cause?: unknown }).cause;
   }
   return null;
 }

@@ -1,5 +1,9 @@
 import { createGroupCommit } from './group-commit.ts';
+import { z } from 'zod';
 import type { Pool } from './pool.ts';
+import { exec, many } from './sql.ts';
+
+const counterRow = z.object({ key: z.string(), hits: z.number().int(), ttl_ms: z.string() });
 
 /**
  * A fixed-window counter store for @fastify/rate-limit kept in PostgreSQL, so every API replica
@@ -59,8 +63,9 @@ export function createPgRateLimitStore(pool: Pool, options: PgRateLimitStoreOpti
     async (items) => {
       const tally = tallyIncrements(items);
       // Keys sorted, so that two replicas' batches lock the counters in the same order.
-      const result = await pool.query<{ key: string; hits: number; ttl_ms: string }>({
+      const rows = await many(pool, counterRow, {
         name: 'rate-limit-incr-batch',
+        prepare: true,
         text: `INSERT INTO rate_limit_counters AS c (key, hits, reset_at)
                SELECT i.key, i.n, clock_timestamp() + make_interval(secs => i.window_ms / 1000)
                  FROM unnest($1::text[], $2::int[], $3::double precision[]) AS i(key, n, window_ms)
@@ -71,19 +76,18 @@ export function createPgRateLimitStore(pool: Pool, options: PgRateLimitStoreOpti
                RETURNING key, hits, ceil(extract(epoch FROM (reset_at - clock_timestamp())) * 1000)::text AS ttl_ms`,
         values: [tally.map((t) => t.key), tally.map((t) => t.count), tally.map((t) => t.windowMs)],
       });
-      const after = new Map(result.rows.map((row) => [row.key, row]));
+      const after = new Map(rows.map((row) => [row.key, row]));
       // The batch's requests for one key take the last `count` positions of its new total, in order.
       const next = new Map(tally.map((t) => [t.key, (after.get(t.key)?.hits ?? 0) - t.count + 1]));
       calls += items.length;
       if (calls >= pruneEveryCalls) {
         calls = 0;
         // Expired windows are dead weight; drop a bounded batch now and then.
-        void pool
-          .query(
-            `DELETE FROM rate_limit_counters WHERE key IN (
-               SELECT key FROM rate_limit_counters WHERE reset_at < clock_timestamp() LIMIT ${pruneBatchMax})`,
-          )
-          .catch(() => {});
+        void exec(pool, {
+          name: 'rate-limit-prune',
+          text: `DELETE FROM rate_limit_counters WHERE key IN (
+                   SELECT key FROM rate_limit_counters WHERE reset_at < clock_timestamp() LIMIT ${pruneBatchMax})`,
+        }).catch(() => {});
       }
       return items.map((item) => {
         const row = after.get(item.key);

@@ -191,7 +191,7 @@ export async function listenForEvents(
   client.on('error', (error) => handlers.onError(error));
   client.on('end', () => handlers.onError(new Error('the LISTEN connection ended')));
   await client.connect();
-  await client.query('LISTEN realtime_events');
+  await exec(client, { name: 'realtime-listen', text: 'LISTEN realtime_events' });
   return {
     async close() {
       client.removeAllListeners('end');

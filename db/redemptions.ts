@@ -7,7 +7,7 @@ import { keyBlockedError } from './blocklist.ts';
 import { postTransaction } from './ledger.ts';
 import { appendTransfersBatch, isUniqueViolation, listTransfers, plcRow, toKnownRecord, type PlcRow } from './plcs.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
-import { many, maybeOne, one } from './sql.ts';
+import { exec, many, maybeOne, one } from './sql.ts';
 import { recordAuthorization } from './used-authorizations.ts';
 import { reportCommitted } from './committed.ts';
 import { ledgerKeys } from '../src/ledger/keys.ts';
@@ -272,7 +272,8 @@ async function openInTransaction(
       request.rail ?? 'pix',
     ],
   });
-  await client.query({
+  await exec(client, {
+    prepare: true,
     name: 'redemption-mark-plc',
     text: 'UPDATE plcs SET redemption_id = $2 WHERE token_id = $1',
     values: [current.token_id, request.redemptionId],
@@ -318,7 +319,7 @@ export async function finishRedemption(
     });
     if (current === null) throw new DomainError('NOT_FOUND', `no redemption ${id}`);
     if (current.status !== 'PENDING_PAYMENT') return { finished: false, redemption: current };
-    await client.query({ name: 'redemption-lock-plc-finish', text: 'SELECT 1 FROM plcs WHERE token_id = $1 FOR UPDATE', values: [current.token_id] });
+    await exec(client, { prepare: true, name: 'redemption-lock-plc-finish', text: 'SELECT 1 FROM plcs WHERE token_id = $1 FOR UPDATE', values: [current.token_id] });
     if (outcome.status === 'SETTLED') {
       const posting = moneyModel.redeemSettled({
         bearerId: current.bearer_owner_id,
@@ -340,7 +341,8 @@ export async function finishRedemption(
                 WHERE id = $1 RETURNING ${columns}`,
         values: [id, outcome.gatewayStatus, booked.transactionId],
       });
-      await client.query({
+      await exec(client, {
+        prepare: true,
         name: 'redemption-plc-redeemed',
         text: `UPDATE plcs SET status = 'REDEEMED', settlement_tx_id = $2, final_tx_id = $2, status_changed_at = now() WHERE token_id = $1`,
         values: [current.token_id, booked.transactionId],
@@ -371,7 +373,8 @@ export async function finishRedemption(
       values: [id, outcome.gatewayStatus, outcome.reason.slice(0, 500), booked.transactionId],
     });
     // The PLC goes back to TRANSFERRED (it never left it) and may be redeemed again.
-    await client.query({
+    await exec(client, {
+      prepare: true,
       name: 'redemption-plc-revert',
       text: 'UPDATE plcs SET redemption_id = NULL WHERE token_id = $1 AND redemption_id = $2',
       values: [current.token_id, id],
@@ -390,7 +393,8 @@ export async function finishRedemption(
  * it), while the redemption waits for its payout.
  */
 export async function notePayoutError(db: Queryable, id: string, error: string | null): Promise<void> {
-  await db.query({
+  await exec(db, {
+    prepare: true,
     name: 'redemption-payout-error',
     text: `UPDATE redemptions SET payout_error = $2, updated_at = now() WHERE id = $1 AND status = 'PENDING_PAYMENT'`,
     values: [id, error === null ? null : error.slice(0, 500)],
@@ -399,7 +403,8 @@ export async function notePayoutError(db: Queryable, id: string, error: string |
 
 /** Records a refusal of the current attempt's creation (`REFUSED:<code>`) and why a retry can fix it. */
 export async function recordPayoutRefusal(db: Queryable, id: string, gatewayStatus: string, error: string): Promise<void> {
-  await db.query({
+  await exec(db, {
+    prepare: true,
     name: 'redemption-payout-refusal',
     text: `UPDATE redemptions SET gateway_status = $2, payout_error = $3, updated_at = now()
             WHERE id = $1 AND status = 'PENDING_PAYMENT' AND gateway_transfer_id IS NULL`,
@@ -424,7 +429,8 @@ export async function startNextPayoutAttempt(
       values: [input.redemptionId],
     });
     if (current.status !== 'PENDING_PAYMENT' || current.payout_attempt !== input.fromAttempt) return { started: false, redemption: current };
-    await client.query({
+    await exec(client, {
+      prepare: true,
       name: 'redemption-attempt-close',
       text: `INSERT INTO redemption_payout_attempts (redemption_id, attempt, idempotency_key, gateway_transfer_id, gateway_status, closed_reason, retry_id)
              VALUES ($1, $2, $3, $4, $5, $6, $7)`,
@@ -487,7 +493,8 @@ export async function finishRetry(
   id: string,
   result: { outcome: RetryOutcome; detail: string; attempt: number | null; gatewayStatus: string | null },
 ): Promise<void> {
-  await db.query({
+  await exec(db, {
+    prepare: true,
     name: 'redemption-retry-finish',
     text: `UPDATE redemption_retries SET outcome = $2, detail = $3, attempt = $4, gateway_status = $5, finished_at = now()
             WHERE id = $1 AND outcome IS NULL`,

@@ -23,7 +23,7 @@ export { isCanonicalScalar };
  *   value it can have is the identity: a look-up in the table of small-order encodings.
  *
  * With these, OpenSSL's answer is the library's answer in both directions (no refusal needs
- * confirming). test/protocol/verifier-agreement.test.ts checks the agreement, crafted cases
+ * confirming). test/src/protocol/verifier-agreement.test.ts checks the agreement, crafted cases
  * included.
  */
 

@@ -1,6 +1,6 @@
 /**
  * The crafted Ed25519 cases of the test vectors (`ed25519_cases` in
- * test/protocol/vectors/protocol-v2.json, docs/protocol.md sections 2 and 14): signatures and keys
+ * test/src/protocol/vectors/protocol-v2.json, docs/protocol.md sections 2 and 14): signatures and keys
  * built to sit on every edge where Ed25519 verifiers are known to disagree, each with the verdict
  * of every verifier a wallet or the server may use:
  *

@@ -1,11 +1,11 @@
 /**
- * Writes test/protocol/vectors/blocklist-v1.json: the signed blocklist's test vectors
+ * Writes test/src/protocol/vectors/blocklist-v1.json: the signed blocklist's test vectors
  * (docs/protocol.md section 18), from fixed seeds like the protocol's own vectors (section 14), so
  * every run gives the same bytes.
  *
  *   npx node scripts/gen-blocklist-vectors.ts
  *
- * test/protocol/blocklist.test.ts rebuilds them in memory and compares them with the committed
+ * test/src/protocol/blocklist.test.ts rebuilds them in memory and compares them with the committed
  * file, then checks each one against the library.
  */
 import { writeFileSync } from 'node:fs';
@@ -23,7 +23,7 @@ import {
 } from '../src/protocol/index.ts';
 import { vectorKey } from './gen-protocol-vectors.ts';
 
-export const blocklistVectorsPath = new URL('../test/protocol/vectors/blocklist-v1.json', import.meta.url);
+export const blocklistVectorsPath = new URL('../test/src/protocol/vectors/blocklist-v1.json', import.meta.url);
 
 /** 2026-11-24T12:00:00.000Z: when the vectors' versions were "published". */
 const publishedAtMs = Date.UTC(2026, 10, 24, 12, 0, 0, 0);

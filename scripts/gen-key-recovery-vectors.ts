@@ -1,11 +1,11 @@
 /**
- * Writes test/protocol/vectors/key-recovery-v1.json: the test vectors of key backup and recovery
+ * Writes test/src/protocol/vectors/key-recovery-v1.json: the test vectors of key backup and recovery
  * (docs/protocol.md sections 9.3, 9.5 and 9.6) from fixed inputs, so that every run gives the same
  * bytes (scrypt, HKDF and Ed25519 signing are deterministic; the sealing nonce is fixed here).
  *
  *   npx node scripts/gen-key-recovery-vectors.ts
  *
- * test/protocol/key-recovery.test.ts rebuilds them in memory and compares them with the file.
+ * test/src/protocol/key-recovery.test.ts rebuilds them in memory and compares them with the file.
  * Every passphrase and key here is a throwaway test value.
  */
 import { writeFileSync } from 'node:fs';
@@ -25,7 +25,7 @@ import {
 } from '../src/protocol/key-recovery.ts';
 import { generateKeyPair } from '../src/protocol/keys.ts';
 
-export const keyRecoveryVectorsPath = new URL('../test/protocol/vectors/key-recovery-v1.json', import.meta.url);
+export const keyRecoveryVectorsPath = new URL('../test/src/protocol/vectors/key-recovery-v1.json', import.meta.url);
 
 const label = (name: string): Uint8Array => sha256(utf8(`svc:key-recovery:test-vector:${name}`));
 

@@ -1,10 +1,10 @@
 /**
- * Writes test/protocol/vectors/protocol-v2.json: the offline protocol's test vectors, built from
+ * Writes test/src/protocol/vectors/protocol-v2.json: the offline protocol's test vectors, built from
  * fixed seeds so that every run gives the same bytes (Ed25519 signing is deterministic).
  *
  *   npx node scripts/gen-protocol-vectors.ts
  *
- * test/protocol/vectors.test.ts rebuilds the vectors in memory and compares them with the
+ * test/src/protocol/vectors.test.ts rebuilds the vectors in memory and compares them with the
  * committed file, so the code, the file and docs/protocol.md cannot drift apart silently.
  *
  * Every key here is a throwaway test key: its seed is SHA-256 of a public label.
@@ -61,7 +61,7 @@ import * as ed from '@noble/ed25519';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { craftedCaseMessage, craftedCasesWithVerdicts, type VerifierName } from './ed25519-crafted-cases.ts';
 
-export const vectorsPath = new URL('../test/protocol/vectors/protocol-v2.json', import.meta.url);
+export const vectorsPath = new URL('../test/src/protocol/vectors/protocol-v2.json', import.meta.url);
 
 const labelEncoder = new TextEncoder();
 

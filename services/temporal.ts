@@ -6,7 +6,7 @@ import {
   WorkflowUpdateRPCTimeoutOrCancelledError,
   type Client,
 } from '@temporalio/client';
-import { DomainError, errorCodes, type ErrorCode } from '../src/errors.ts';
+import { causesOf, DomainError, errorCodes, type ErrorCode } from '../src/errors.ts';
 
 /**
  * Turns a failed workflow update back into the domain error the activity refused with: the
@@ -14,17 +14,13 @@ import { DomainError, errorCodes, type ErrorCode } from '../src/errors.ts';
  * Anything else is an infrastructure failure and is rethrown for the 5xx handler.
  */
 export function toDomainError(error: unknown): unknown {
-  let cause: unknown = error;
-  for (let depth = 0; depth < 5 && cause !== undefined; depth += 1) {
+  for (const cause of causesOf(error, 5)) {
     if (cause instanceof ApplicationFailure && typeof cause.type === 'string' && (errorCodes as readonly string[]).includes(cause.type)) {
       const details = Array.isArray(cause.details) && typeof cause.details[0] === 'object' ? (cause.details[0] as Record<string, unknown>) : undefined;
       return new DomainError(cause.type as ErrorCode, cause.message, details);
     }
-    if (cause instanceof WorkflowUpdateFailedError || cause instanceof ActivityFailure || cause instanceof ApplicationFailure) {
-      cause = (cause as { cause?: unknown }).cause;
-      continue;
-    }
-    break;
+    // Only the wrappers of a refusal are looked through.
+    if (!(cause instanceof WorkflowUpdateFailedError || cause instanceof ActivityFailure || cause instanceof ApplicationFailure)) break;
   }
   return error;
 }
@@ -44,8 +40,8 @@ export async function withDomainErrors<T>(work: () => Promise<T>): Promise<T> {
  * else (a refused update, a workflow not found: answers of a working server).
  */
 export function temporalOutageOf(error: unknown): 'timeout' | 'unavailable' | null {
-  let cause: unknown = error;
-  for (let depth = 0; depth < 5 && cause instanceof Error; depth += 1) {
+  for (const cause of causesOf(error, 5)) {
+    if (!(cause instanceof Error)) break;
     if (cause instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return 'timeout';
     if (isGrpcServiceError(cause)) {
       // gRPC status codes: 4 DEADLINE_EXCEEDED; 14 UNAVAILABLE (after the SDK's own retries).
@@ -53,7 +49,6 @@ export function temporalOutageOf(error: unknown): 'timeout' | 'unavailable' | nu
       if (cause.code === 14) return 'unavailable';
       return null;
     }
-    cause = (cause as { cause?: unknown }).cause;
   }
   return null;
 }

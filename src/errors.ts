@@ -149,3 +149,17 @@ export function isDomainError(value: unknown): value is DomainError {
 export function assert(condition: unknown, message: string): asserts condition {
   if (!condition) throw new Error(`assertion failed: ${message}`);
 }
+
+/**
+ * An error and the causes it wraps (`error.cause`), outermost first, at most `depth` of them: the
+ * one walk every reader of a wrapped failure uses (a Temporal update failure around an activity
+ * failure around the refusal, a pg error inside a pool error). Stops at the first link that is
+ * not an object.
+ */
+export function* causesOf(error: unknown, depth = 6): Generator<object> {
+  let current: unknown = error;
+  for (let seen = 0; seen < depth && typeof current === 'object' && current !== null; seen += 1) {
+    yield current;
+    current = (current as { cause?: unknown }).cause;
+  }
+}

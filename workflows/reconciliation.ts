@@ -11,6 +11,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { reportedTransferStatus } from '../gateway/status.ts';
+import { causesOf } from '../src/errors.ts';
 import type { ReconciliationActivities } from '../activities/reconciliation.ts';
 import type { Dispatch, DispatchedHandover, Handover } from '../src/reconciliation/gateway.ts';
 import {
@@ -242,10 +243,9 @@ async function endFailed(runId: string, error: unknown): Promise<void> {
   upsertSearchAttributes([{ key: businessStatusKey, value: 'FAILED' }]);
   // The innermost cause says what went wrong ("Activity task failed" wraps it).
   let message = String(error);
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
-    message = current.message;
-    current = current.cause;
+  for (const cause of causesOf(error, 5)) {
+    if (!(cause instanceof Error)) break;
+    message = cause.message;
   }
   await CancellationScope.nonCancellable(() => failReconciliationRun({ runId, error: message }));
 }

@@ -25,7 +25,7 @@ import {
 } from '../../src/protocol/index.ts';
 import { WalletError } from './errors.ts';
 
-const defaultVectorsPath = new URL('../../test/protocol/vectors/protocol-v2.json', import.meta.url);
+const defaultVectorsPath = new URL('../../test/src/protocol/vectors/protocol-v2.json', import.meta.url);
 /** Bound on the vectors file read (the published one is about 100 KB). */
 const vectorsBytesMax = 4 * 1024 * 1024;
 

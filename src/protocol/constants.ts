@@ -85,7 +85,7 @@ export const transportTextPrefix = 'PLC2:';
  * Most transfer records the transport text form carries. Measured, not estimated: a worst-case
  * PLC (largest amount, every integer at its widest CBOR encoding) with 20 records is 2,801 CBOR
  * bytes and 4,207 text characters; with 21 it is 2,932 bytes and 4,403 characters, over the QR
- * capacity. test/protocol/transport.test.ts re-measures it.
+ * capacity. test/src/protocol/transport.test.ts re-measures it.
  */
 export const transportHopsMax = 20;
 

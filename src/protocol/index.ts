@@ -1,7 +1,7 @@
 /**
  * The offline protocol, version 2.0: a pure, isomorphic library (Uint8Array, @noble/*, cborg,
  * zod; no Node-only API). The byte-exact specification is docs/protocol.md; the test vectors are
- * test/protocol/vectors/protocol-v2.json.
+ * test/src/protocol/vectors/protocol-v2.json.
  */
 export * from './constants.ts';
 export { ProtocolError, isProtocolError, protocolErrorCodes, type ProtocolErrorCode } from './errors.ts';

@@ -6,7 +6,7 @@
  * ([L]A is the identity), and the cofactorless equation [S]B = R + [k]A holds. Under these rules
  * every signature the protocol accepts is also accepted by libsodium's
  * `crypto_sign_verify_detached`, by OpenSSL (Node's crypto module) and by @noble/ed25519's `verify` with
- * either value of its `zip215` option; test/protocol/verifier-agreement.test.ts runs the crafted
+ * either value of its `zip215` option; test/src/protocol/verifier-agreement.test.ts runs the crafted
  * cases of the test vectors through all of them. Honest signers are unaffected by any of this.
  */
 import * as ed from '@noble/ed25519';

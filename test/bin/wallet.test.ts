@@ -449,7 +449,7 @@ describe('wallet program', () => {
     const dir = join(root, 'guarded');
     await ok(dir, 'init', '--server', serverUrl);
     const me = hexToBytes(field(await ok(dir, 'show-key'), 'public_key'), 32);
-    // The service key of the blocklist test vectors (test/protocol/vectors/blocklist-v1.json).
+    // The service key of the blocklist test vectors (test/src/protocol/vectors/blocklist-v1.json).
     const service = vectorKey('blocklist-service');
     expect(await ok(dir, 'config', '--blocklist-key', bytesToHex(service.publicKey))).toContain(`blocklist key: ${bytesToHex(service.publicKey)}`);
     expect((await wallet(dir, 'config', '--blocklist-key', 'ab')).code).toBe(2);
@@ -506,7 +506,7 @@ describe('wallet program', () => {
     const output = await ok(dirs.a, 'vectors');
     expect(output).toContain('ok  crafted Ed25519 cases (40)');
     expect(output).toMatch(/all \d+ vectors verify/);
-    const vectors = JSON.parse(readFileSync(new URL('../protocol/vectors/protocol-v2.json', import.meta.url), 'utf8')) as { invalid_chains: { expected: { index: number | null } }[] };
+    const vectors = JSON.parse(readFileSync(new URL('../src/protocol/vectors/protocol-v2.json', import.meta.url), 'utf8')) as { invalid_chains: { expected: { index: number | null } }[] };
     vectors.invalid_chains[0]!.expected.index = 7;
     writeFileSync(join(root, 'broken-vectors.json'), JSON.stringify(vectors));
     await refused(dirs.a, 'rejected', 'vectors', '--in', join(root, 'broken-vectors.json'));

@@ -12,7 +12,7 @@ import {
   uuidV4FromBytes,
   type KeyPair,
   type Plc,
-} from '../../src/protocol/index.ts';
+} from '../../../src/protocol/index.ts';
 
 const encoder = new TextEncoder();
 

@@ -16,11 +16,11 @@ import {
   uuidV4FromBytes,
   verifyPlc,
   verifySignature,
-} from '../../src/protocol/index.ts';
-import { amountMinorMax as ledgerAmountMinorMax, currencyMinorUnits } from '../../src/money/currency.ts';
-import { amountMinorMax, currencyDecimals } from '../../src/protocol/index.ts';
+} from '../../../src/protocol/index.ts';
+import { amountMinorMax as ledgerAmountMinorMax, currencyMinorUnits } from '../../../src/money/currency.ts';
+import { amountMinorMax, currencyDecimals } from '../../../src/protocol/index.ts';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { isCanonicalIso, u64be } from '../../src/protocol/bytes.ts';
+import { isCanonicalIso, u64be } from '../../../src/protocol/bytes.ts';
 import { createdAtMs, freshPlc, hourMs, issuer, seededBytes } from './support.ts';
 
 describe('createPlc', () => {

@@ -24,7 +24,7 @@ import {
   transportHopsMax,
   transportTextPrefix,
   type Plc,
-} from '../../src/protocol/index.ts';
+} from '../../../src/protocol/index.ts';
 import { alternatingHolders, bob, buildChain, chainSpec, chainThrough, createdAtMs, freshPlc, issuer, keyPool, seededBytes } from './support.ts';
 
 const utf8 = (text: string): Uint8Array => new TextEncoder().encode(text);

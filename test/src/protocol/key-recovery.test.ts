@@ -7,11 +7,11 @@
 import { hkdfSync, scryptSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
-import { buildKeyRecoveryVectors, keyRecoveryVectorsPath } from '../../scripts/gen-key-recovery-vectors.ts';
-import { keyOperationMessage, verifyKeyOperation } from '../../src/protocol/auth-messages.ts';
-import { bytesToHex, hexToBytes, utf8 } from '../../src/protocol/bytes.ts';
-import { isProtocolError } from '../../src/protocol/errors.ts';
+import { nodeVerifyEd25519 } from '../../../infra/ed25519-node.ts';
+import { buildKeyRecoveryVectors, keyRecoveryVectorsPath } from '../../../scripts/gen-key-recovery-vectors.ts';
+import { keyOperationMessage, verifyKeyOperation } from '../../../src/protocol/auth-messages.ts';
+import { bytesToHex, hexToBytes, utf8 } from '../../../src/protocol/bytes.ts';
+import { isProtocolError } from '../../../src/protocol/errors.ts';
 import {
   deriveRecoveryKeys,
   generateRecoveryPassphrase,
@@ -21,9 +21,9 @@ import {
   sealBackup,
   sealedBackupBytesMax,
   sealedBackupBytesMin,
-} from '../../src/protocol/key-recovery.ts';
-import { generateKeyPair, publicKeyOf } from '../../src/protocol/keys.ts';
-import { encryptedSeedBytesMax, encryptedSeedBytesMin } from '../../src/security/key-backup.ts';
+} from '../../../src/protocol/key-recovery.ts';
+import { generateKeyPair, publicKeyOf } from '../../../src/protocol/keys.ts';
+import { encryptedSeedBytesMax, encryptedSeedBytesMin } from '../../../src/security/key-backup.ts';
 
 type Vectors = ReturnType<typeof buildKeyRecoveryVectors>;
 const committed = JSON.parse(readFileSync(keyRecoveryVectorsPath, 'utf8')) as Vectors;
@@ -38,7 +38,7 @@ function protocolCode(action: () => unknown): string {
   return 'no error';
 }
 
-describe('key recovery vectors (test/protocol/vectors/key-recovery-v1.json)', () => {
+describe('key recovery vectors (test/src/protocol/vectors/key-recovery-v1.json)', () => {
   it('are exactly what the generator makes from the current code', () => {
     expect(buildKeyRecoveryVectors()).toEqual(committed);
   });

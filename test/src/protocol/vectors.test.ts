@@ -1,12 +1,12 @@
 /**
- * The committed test vectors (test/protocol/vectors/protocol-v2.json) are (1) exactly what the
+ * The committed test vectors (test/src/protocol/vectors/protocol-v2.json) are (1) exactly what the
  * generator produces from the current code, and (2) each checked on its own against the library,
  * the way an implementer in another language would use them.
  */
 import { readFileSync } from 'node:fs';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { describe, expect, it } from 'vitest';
-import { buildProtocolVectors, vectorsPath } from '../../scripts/gen-protocol-vectors.ts';
+import { buildProtocolVectors, vectorsPath } from '../../../scripts/gen-protocol-vectors.ts';
 import {
   bytesToHex,
   checkRecordClock,
@@ -33,7 +33,7 @@ import {
   verifyRedeem,
   verifySignature,
   type RejectionReason,
-} from '../../src/protocol/index.ts';
+} from '../../../src/protocol/index.ts';
 
 const committed = JSON.parse(readFileSync(vectorsPath, 'utf8'));
 type Vectors = Awaited<ReturnType<typeof buildProtocolVectors>>;

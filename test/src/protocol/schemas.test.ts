@@ -1,6 +1,6 @@
 /** The JSON form: its exact shape, strictness on every field, and the round trip. */
 import { describe, expect, it } from 'vitest';
-import { parsePlcJson, plcJsonSchema, plcToJson, verifyPlc, type PlcJson } from '../../src/protocol/index.ts';
+import { parsePlcJson, plcJsonSchema, plcToJson, verifyPlc, type PlcJson } from '../../../src/protocol/index.ts';
 import { alternatingHolders, chainThrough } from './support.ts';
 
 const plc = chainThrough([1, 2]);

@@ -17,7 +17,7 @@ import {
   verifyKeyOperation,
   verifyRedeem,
   type RedeemRequest,
-} from '../../src/protocol/index.ts';
+} from '../../../src/protocol/index.ts';
 import { bob, createdAtMs, issuer, seededBytes } from './support.ts';
 
 const tokenId = '4f0c2b1e-7d3a-4c5b-9e8f-0a1b2c3d4e5f';

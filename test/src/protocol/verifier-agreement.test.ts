@@ -13,7 +13,7 @@ import * as ed from '@noble/ed25519';
 import { sha512 } from '@noble/hashes/sha2.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createNodeEd25519Verifier, isCanonicalScalar, nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
+import { createNodeEd25519Verifier, isCanonicalScalar, nodeVerifyEd25519 } from '../../../infra/ed25519-node.ts';
 import {
   bytesToHex,
   computeRecordHash,
@@ -27,11 +27,11 @@ import {
   verifySignature,
   type Plc,
   type TransferRecord,
-} from '../../src/protocol/index.ts';
+} from '../../../src/protocol/index.ts';
 import { readFileSync } from 'node:fs';
-import { judge, loadLibsodium, verifierNames, buildCraftedCases, type CraftedCase } from '../../scripts/ed25519-crafted-cases.ts';
-import { vectorBytes, vectorsPath } from '../../scripts/gen-protocol-vectors.ts';
-import { smallOrderPointEncodings } from '../../src/protocol/index.ts';
+import { judge, loadLibsodium, verifierNames, buildCraftedCases, type CraftedCase } from '../../../scripts/ed25519-crafted-cases.ts';
+import { vectorBytes, vectorsPath } from '../../../scripts/gen-protocol-vectors.ts';
+import { smallOrderPointEncodings } from '../../../src/protocol/index.ts';
 import { buildChain, chainSpec, keyPool, nonceFor } from './support.ts';
 
 const libsodium = await loadLibsodium();

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { sha512 } from '@noble/hashes/sha2.js';
-import { bytesToHex, generateKeyPair, hexToBytes, publicKeyOf, sign, verifySignature } from '../../src/protocol/index.ts';
+import { bytesToHex, generateKeyPair, hexToBytes, publicKeyOf, sign, verifySignature } from '../../../src/protocol/index.ts';
 
 const test1024Message =
   '08b8b2b733424243760fe426a4b54908632110a66c2f6591eabd3345e3e4eb98fa6e264bf09efe12ee50f8f54e9f77b1' +

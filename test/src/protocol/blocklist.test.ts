@@ -1,12 +1,12 @@
 /**
  * The signed blocklist's format (docs/protocol.md section 18): the committed vectors
- * (test/protocol/vectors/blocklist-v1.json) are exactly what the generator makes from the current
+ * (test/src/protocol/vectors/blocklist-v1.json) are exactly what the generator makes from the current
  * code, and each one checks out against the library as an implementer in another language would
  * use it: the canonical bytes, the signature, the refusals, the lookups.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { blocklistVectorsPath, buildBlocklistVectors } from '../../scripts/gen-blocklist-vectors.ts';
+import { blocklistVectorsPath, buildBlocklistVectors } from '../../../scripts/gen-blocklist-vectors.ts';
 import {
   blocklistToJson,
   bytesToHex,
@@ -21,7 +21,7 @@ import {
   signBlocklist,
   verifyBlocklistJson,
   verifySignature,
-} from '../../src/protocol/index.ts';
+} from '../../../src/protocol/index.ts';
 
 const committed = JSON.parse(readFileSync(blocklistVectorsPath, 'utf8')) as ReturnType<typeof buildBlocklistVectors>;
 const serviceKey = hexToBytes(committed.service_key.public_key, 32);
@@ -96,7 +96,7 @@ describe('blocklist format rules', () => {
 
 describe('docs/protocol.md section 18', () => {
   it('publishes the development and test-vector keys of the vectors file', () => {
-    const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8');
+    const doc = readFileSync(new URL('../../../docs/protocol.md', import.meta.url), 'utf8');
     const section = doc.slice(doc.indexOf('## 18. The blocklist'));
     expect(section).toContain(committed.development_key.public_key);
     expect(section).toContain(committed.service_key.public_key);

@@ -25,7 +25,7 @@ import {
   type PlcCommitment,
   type RejectionReason,
   type TransferRecord,
-} from '../../src/protocol/index.ts';
+} from '../../../src/protocol/index.ts';
 import { alternatingHolders, bob, carol, chainThrough, createdAtMs, dave, freshPlc, hourMs, issuer, keyPool, seededBytes } from './support.ts';
 
 const smallOrderKey = hexToBytes(`01${'00'.repeat(31)}`);

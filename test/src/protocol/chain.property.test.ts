@@ -18,8 +18,8 @@ import {
   type Plc,
   type TransferRecord,
   type VerifiedPrefix,
-} from '../../src/protocol/index.ts';
-import { bytesToUuid, u64be } from '../../src/protocol/bytes.ts';
+} from '../../../src/protocol/index.ts';
+import { bytesToUuid, u64be } from '../../../src/protocol/bytes.ts';
 import { buildChain, chainSpec, keyPool, minuteMs, nonceFor } from './support.ts';
 
 /** One mutable byte string of a PLC and how to put a changed copy back. */

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
-const directory = new URL('../../src/protocol/', import.meta.url);
+const directory = new URL('../../../src/protocol/', import.meta.url);
 const files = readdirSync(directory).filter((name) => name.endsWith('.ts'));
 
 describe('src/protocol is isomorphic', () => {

@@ -8,7 +8,7 @@ import {
   sealedBytesMin,
   sealPayload,
   sealedPlaintextBytesMax,
-} from '../../src/protocol/index.ts';
+} from '../../../src/protocol/index.ts';
 import { bob, carol, chainThrough, dave, issuer, seededBytes } from './support.ts';
 
 const plaintext = encodeTransport(chainThrough([1]));
