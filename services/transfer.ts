@@ -102,8 +102,16 @@ export function createTransferService(deps: TransferServiceDeps): TransferServic
     // The common case: this process registered the PLC's chain as it stood (its create or its
     // last hop), so neither that read nor those signatures are needed again; the append's
     // compare-and-set on the chain's length and head tells whether the PLC is still there.
-    const memo = registeredChains.get(tokenId);
-    if (memo !== undefined && memo.commitmentHash === bytesToHex(plc.commitmentHash)) {
+    //
+    // A chain more than one record past the remembered one is read first: its middle records
+    // were most likely registered through another replica since, and a compare-and-set against
+    // the remembered head would fail after verifying them, then read and verify again (three
+    // statements and twice the signatures, where the read path takes two). One new record is
+    // the hop a wallet registers as it goes; several at once come after an offline stretch,
+    // where one read costs little beside their verification.
+    const remembered = registeredChains.get(tokenId);
+    const memo = remembered !== undefined && remembered.commitmentHash === bytesToHex(plc.commitmentHash) ? remembered : undefined;
+    if (memo !== undefined && plc.transferChain.length <= memo.chainLength + 1) {
       verifyOrRefuse(plc, toleranceMs, field, memo.prefix);
       const decision =
         Date.now() > expiryDueAtMs(memo.expiresAtMs, toleranceMs)
@@ -127,7 +135,7 @@ export function createTransferService(deps: TransferServiceDeps): TransferServic
     // Registered records never change and a chain only grows, so a chain already known here
     // (the remembered one, or the previous round's read) is a true prefix of the PLC's chain:
     // only the records after it are read (services/registered-chains.ts, "consistency").
-    let knownPrefix: KnownPrefix | undefined = memo !== undefined && memo.commitmentHash === bytesToHex(plc.commitmentHash) ? memo : undefined;
+    let knownPrefix: KnownPrefix | undefined = memo;
     for (let attempt = 1; ; attempt += 1) {
       const stored = await readAfter(tokenId, knownPrefix);
       if (stored !== null) knownPrefix = { commitmentHash: stored.plc.commitment_hash, chainLength: stored.known.length, headHash: stored.plc.head_hash, known: stored.known };
