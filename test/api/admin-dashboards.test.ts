@@ -11,8 +11,7 @@ import { loggerOptions } from '../../infra/logger.ts';
 import { rolloutBucket, truncateIdentifier } from '../../src/ops/canary.ts';
 import { utcDay } from '../../src/ops/days.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
-import type { Plc } from '../../src/protocol/index.ts';
+import { hop, issue, newWallet, plcToJson } from '../support/wallet.ts';
 
 /**
  * The spec's three dashboards: who may read them, what they count (through the simulator, a real
@@ -32,23 +31,6 @@ afterAll(async () => {
 });
 
 const get = (url: string, headers: Record<string, string> = h.admin) => h.t.app.inject({ method: 'GET', url, headers });
-
-async function fund(wallet: TestWallet, amount: string) {
-  const response = await h.t.app.inject({
-    method: 'POST',
-    url: '/api/v1/balance/deposit',
-    headers: { ...h.admin, 'idempotency-key': randomUUID() },
-    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-  });
-  expect(response.statusCode).toBe(200);
-}
-
-async function issued(issuer: TestWallet, amountMinor: bigint): Promise<Plc> {
-  const plc = issue(issuer, { amountMinor });
-  const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
-  expect(response.statusCode).toBe(200);
-  return plc;
-}
 
 type StatusTotal = { status: string; currency: string; count: number; amount: string };
 const countOf = (rows: StatusTotal[], status: string) => rows.find((row) => row.status === status && row.currency === 'BRL')?.count ?? 0;
@@ -72,9 +54,9 @@ describe('stats', () => {
   it('counts PLCs, redemptions and their time to settle as a real redemption goes through', async () => {
     const before = (await get('/api/v1/admin/stats')).json();
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '50.00');
-    const plc = await issued(a, 1234n);
-    await issued(a, 100n);
+    await h.t.deposit(a.pubkey, '50.00');
+    const plc = await h.t.issuePlc(a, 1234n, device);
+    await h.t.issuePlc(a, 100n, device);
     const moved = hop(plc, a, b);
     const opened = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(moved, b, pixKey) });
     expect(opened.statusCode).toBe(200);
@@ -133,7 +115,7 @@ describe('acquisition', () => {
     expect(before.days).toHaveLength(7);
     const newDevice = { 'x-device-id': `acq-${randomUUID()}` };
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '10.00');
+    await h.t.deposit(a.pubkey, '10.00');
     const plc = issue(a, { amountMinor: 500n });
     expect((await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: newDevice, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
     const moved = hop(plc, a, b);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { plcToJson, type Plc } from '../../src/protocol/index.ts';
-import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { redeemBody, settlementBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { eventually } from '../support/temporal-cli.ts';
 import { hop, issue, newWallet, type TestWallet } from '../support/wallet.ts';
 
@@ -28,23 +28,8 @@ async function funded(amount: string): Promise<TestWallet> {
   return wallet;
 }
 
-async function created(issuer: TestWallet, amountMinor = 100n): Promise<Plc> {
-  const plc = issue(issuer, { amountMinor });
-  const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
-  expect(response.statusCode).toBe(200);
-  return plc;
-}
-
-function settlementBody(plc: Plc, bearer: TestWallet, pixKey: string) {
-  const { authorization } = redeemBody(plc, bearer, pixKey);
-  return {
-    plc_id: plc.commitment.tokenId,
-    plc_payload: Buffer.from(JSON.stringify(plcToJson(plc))).toString('base64'),
-    settlement_rail: 'pix',
-    destination: { pix_key: pixKey },
-    bearer_signature: authorization.signature,
-    timestamp_ms: authorization.timestamp_ms,
-  };
+function created(issuer: TestWallet, amountMinor = 100n): Promise<Plc> {
+  return h.t.issuePlc(issuer, amountMinor, device);
 }
 
 function expectHeaderRefused(response: { statusCode: number; json(): unknown }): void {

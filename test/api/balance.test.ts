@@ -97,20 +97,17 @@ describe('POST /api/v1/balance/deposit', () => {
   });
 
   it('accepts a JSON number only when its exact decimal fits the currency', async () => {
-    const exact = await t.app.inject({
-      method: 'POST',
-      url: '/api/v1/balance/deposit',
-      headers: { ...admin, 'idempotency-key': randomUUID(), 'content-type': 'application/json' },
-      payload: '{"owner_id":"erin","amount":7.25,"currency":"BRL"}',
-    });
+    const depositText = (json: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/balance/deposit',
+        headers: { ...admin, 'idempotency-key': randomUUID(), 'content-type': 'application/json' },
+        payload: json,
+      });
+    const exact = await depositText('{"owner_id":"erin","amount":7.25,"currency":"BRL"}');
     expect(exact.statusCode).toBe(200);
     expect(exact.json()).toMatchObject({ available: '7.25' });
-    const inexact = await t.app.inject({
-      method: 'POST',
-      url: '/api/v1/balance/deposit',
-      headers: { ...admin, 'idempotency-key': randomUUID(), 'content-type': 'application/json' },
-      payload: '{"owner_id":"erin","amount":7.2500000000000000001,"currency":"BRL"}',
-    });
+    const inexact = await depositText('{"owner_id":"erin","amount":7.2500000000000000001,"currency":"BRL"}');
     expect(inexact.statusCode).toBe(422);
   });
 

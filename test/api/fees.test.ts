@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishFeeSchedule } from '../../db/fees.ts';
-import { signFeeConsent } from '../../src/fees/consent.ts';
-import { bytesToHex } from '../../src/protocol/index.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
-import { newWallet, type TestWallet } from '../support/wallet.ts';
+import { newWallet } from '../support/wallet.ts';
+import { feeConsentBody } from '../support/settlement.ts';
 
 /**
  * The fee routes against a real PostgreSQL (docs/limits-and-fees.md, "Fees"): the schedule and
@@ -23,20 +22,6 @@ afterAll(async () => {
 
 const post = (url: string, payload: unknown) => t.app.inject({ method: 'POST', url: `/api/v1/fees${url}`, payload: payload as object });
 const estimate = (payload: Record<string, unknown>) => post('/estimate', payload);
-
-function consentBody(wallet: TestWallet, version: number, options: { deviceId?: string; timestampMs?: number } = {}) {
-  const signed = signFeeConsent(
-    { deviceId: options.deviceId ?? 'phone-1', scheduleVersion: version, operationTimestampMs: options.timestampMs ?? Date.now() },
-    wallet.keys.secretKey,
-  );
-  return {
-    public_key: wallet.pubkey,
-    schedule_version: version,
-    device_id: signed.deviceId,
-    operation_timestamp: signed.operationTimestampMs,
-    device_signature: bytesToHex(signed.signature),
-  };
-}
 
 async function rowCounts() {
   const result = await t.db.pool.query(
@@ -129,10 +114,10 @@ describe('POST /api/v1/fees/estimate', () => {
 describe('POST /api/v1/fees/consent', () => {
   it('records a signed consent once: the same consent again answers the first, with its time and device', async () => {
     const owner = newWallet();
-    const first = await post('/consent', consentBody(owner, 1, { deviceId: 'phone-1' }));
+    const first = await post('/consent', feeConsentBody(owner, 1, { deviceId: 'phone-1' }));
     expect(first.statusCode).toBe(200);
     expect(first.json()).toMatchObject({ owner_id: owner.pubkey, schedule_version: 1, device_id: 'phone-1', created: true, in_force: true });
-    const again = await post('/consent', consentBody(owner, 1, { deviceId: 'tablet-2' }));
+    const again = await post('/consent', feeConsentBody(owner, 1, { deviceId: 'tablet-2' }));
     expect(again.statusCode).toBe(200);
     expect(again.json()).toMatchObject({ device_id: 'phone-1', created: false, consented_at: first.json().consented_at });
     const stored = await t.db.pool.query('SELECT device_id, signed_at_ms FROM fee_consents WHERE owner_id = $1', [owner.pubkey]);
@@ -144,7 +129,7 @@ describe('POST /api/v1/fees/consent', () => {
 
   it('concurrent identical consents record one', async () => {
     const owner = newWallet();
-    const body = consentBody(owner, 1);
+    const body = feeConsentBody(owner, 1);
     const answers = await Promise.all(Array.from({ length: 8 }, () => post('/consent', body)));
     expect(answers.map((answer) => answer.statusCode)).toEqual(Array(8).fill(200));
     expect(answers.filter((answer) => answer.json().created)).toHaveLength(1);
@@ -154,13 +139,13 @@ describe('POST /api/v1/fees/consent', () => {
     const owner = newWallet();
     const other = newWallet();
     const before = await rowCounts();
-    const good = consentBody(owner, 1);
+    const good = feeConsentBody(owner, 1);
     const cases: [Record<string, unknown>, number, string][] = [
       [{ ...good, device_signature: '00'.repeat(64) }, 422, 'device_signature'],
       [{ ...good, public_key: other.pubkey }, 422, 'device_signature'],
       [{ ...good, device_id: 'phone-2' }, 422, 'device_signature'],
-      [consentBody(owner, 1, { timestampMs: Date.now() - toleranceMs - 60_000 }), 422, 'operation_timestamp'],
-      [consentBody(owner, 1, { timestampMs: Date.now() + toleranceMs + 60_000 }), 422, 'operation_timestamp'],
+      [feeConsentBody(owner, 1, { timestampMs: Date.now() - toleranceMs - 60_000 }), 422, 'operation_timestamp'],
+      [feeConsentBody(owner, 1, { timestampMs: Date.now() + toleranceMs + 60_000 }), 422, 'operation_timestamp'],
       [{ ...good, public_key: 'zz' }, 422, 'public_key'],
       [{ ...good, device_id: 'a:b' }, 422, 'device_id'],
       [{ ...good, schedule_version: 'one' }, 422, 'schedule_version'],
@@ -177,7 +162,7 @@ describe('POST /api/v1/fees/consent', () => {
   });
 
   it('refuses an unknown version with 404 FEE_SCHEDULE_VERSION_UNKNOWN', async () => {
-    const response = await post('/consent', consentBody(newWallet(), 7));
+    const response = await post('/consent', feeConsentBody(newWallet(), 7));
     expect(response.statusCode).toBe(404);
     expect(response.json()).toMatchObject({ code: 'FEE_SCHEDULE_VERSION_UNKNOWN', details: { schedule_version: 7 } });
   });
@@ -253,7 +238,7 @@ describe('a new version', () => {
 
   it('becomes current; consents to version 1 keep its prices; a first consent to version 1 is refused as superseded', async () => {
     const early = newWallet();
-    expect((await post('/consent', consentBody(early, 1))).statusCode).toBe(200);
+    expect((await post('/consent', feeConsentBody(early, 1))).statusCode).toBe(200);
     const version = await publishFeeSchedule(t.db.pool, {
       description: 'Pix charged: 1% for Basic',
       rules: [
@@ -276,15 +261,15 @@ describe('a new version', () => {
       consent_required: true,
     });
 
-    const superseded = await post('/consent', consentBody(late, 1));
+    const superseded = await post('/consent', feeConsentBody(late, 1));
     expect(superseded.statusCode).toBe(409);
     expect(superseded.json()).toMatchObject({ code: 'FEE_SCHEDULE_SUPERSEDED', details: { schedule_version: 1, current_version: 2 } });
     // The early owner's consent to 1 is answered as it was, superseded or not.
-    expect((await post('/consent', consentBody(early, 1))).json()).toMatchObject({ created: false, in_force: true });
+    expect((await post('/consent', feeConsentBody(early, 1))).json()).toMatchObject({ created: false, in_force: true });
     // Consenting to 2 moves the early owner to version 2.
-    expect((await post('/consent', consentBody(early, 2))).json()).toMatchObject({ created: true, in_force: true });
+    expect((await post('/consent', feeConsentBody(early, 2))).json()).toMatchObject({ created: true, in_force: true });
     expect((await estimate({ amount: '25.00', rail: 'PIX', owner_id: early.pubkey })).json()).toMatchObject({ schedule_version: 2, consented_version: 2, fee: '0.25' });
-    expect((await post('/consent', consentBody(early, 1))).json()).toMatchObject({ created: false, in_force: false });
+    expect((await post('/consent', feeConsentBody(early, 1))).json()).toMatchObject({ created: false, in_force: false });
   });
 
   it('publishFeeSchedule refuses malformed rules and writes nothing', async () => {

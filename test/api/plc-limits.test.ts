@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedemptionActivities, type OpenRedemptionInput } from '../../activities/redemption.ts';
+import { createRedemptionActivities } from '../../activities/redemption.ts';
 import { findViolations } from '../../db/ledger.ts';
 import { finishRedemption } from '../../db/redemptions.ts';
-import { fromTransferRecord } from '../../src/plc/register-transfers.ts';
-import { bytesToHex, chainHeadHash } from '../../src/protocol/index.ts';
 import { businessStatusKey, deviceIdKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { openRedemptionInput } from '../support/settlement.ts';
 
 /**
  * Progressive limits and reputation through the API (docs/limits-and-fees.md): a device's limits
@@ -241,21 +240,8 @@ describe('reputation routes', () => {
     const deviceId = deviceOf();
     const activities = createRedemptionActivities({ pool: t.db.pool, gateway: {} as never, temporal: {} as never });
     const redeem = async (amountMinor: bigint, outcome: 'SETTLED' | 'FAILED') => {
-      const plc = issue(issuer, { amountMinor });
-      expect((await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: { 'x-device-id': deviceId }, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
-      const chain = hop(plc, issuer, bearer);
-      const input: OpenRedemptionInput = {
-        redemptionId: randomUUID(),
-        tokenId: plc.commitment.tokenId,
-        bearerPubkey: bearer.pubkey,
-        headHash: bytesToHex(chainHeadHash(chain)),
-        destination: 'payee@example.com',
-        destinationType: 'EMAIL',
-        deviceId,
-        feeMinor: '0',
-        presented: chain.transferChain.map(fromTransferRecord),
-        expiryGraceMs: 300_000,
-      };
+      const plc = await t.issuePlc(issuer, amountMinor, { 'x-device-id': deviceId });
+      const input = openRedemptionInput(hop(plc, issuer, bearer), bearer, deviceId);
       await activities.openRedemption(input);
       await finishRedemption(t.db.pool, input.redemptionId, outcome === 'SETTLED' ? { status: 'SETTLED', gatewayStatus: 'DONE' } : { status: 'FAILED', gatewayStatus: 'FAILED', reason: 'test' });
       return input.redemptionId;

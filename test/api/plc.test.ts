@@ -20,10 +20,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function fund(wallet: TestWallet, amount: string): Promise<void> {
-  await t.deposit(wallet.pubkey, amount);
-}
-
 function create(plc: Plc, headers: Record<string, string> = device) {
   return t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers, payload: { plc: plcToJson(plc) } });
 }
@@ -39,7 +35,7 @@ async function balance(wallet: TestWallet) {
 describe('POST /api/v1/plc/create', () => {
   it('stores the PLC as ISSUED, books AVAILABLE -> PROMISED and starts plc-<token_id>', async () => {
     const issuer = newWallet();
-    await fund(issuer, '50.00');
+    await t.deposit(issuer.pubkey, '50.00');
     const plc = issue(issuer, { amountMinor: 1234n });
     const response = await create(plc);
     expect(response.statusCode).toBe(200);
@@ -72,7 +68,7 @@ describe('POST /api/v1/plc/create', () => {
 
   it('answers a later retry of the same PLC with its current state, created=false, booking nothing', async () => {
     const [issuer, bearer] = [newWallet(), newWallet()];
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 300n });
     expect((await create(plc)).json()).toMatchObject({ status: 'ISSUED', created: true });
     expect((await transfer(hop(plc, issuer, bearer))).statusCode).toBe(200);
@@ -90,7 +86,7 @@ describe('POST /api/v1/plc/create', () => {
 
   it('answers a retry with the same Idempotency-Key from the stored response, marked replayed', async () => {
     const issuer = newWallet();
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer);
     const key = randomUUID();
     const first = await create(plc, { ...device, 'idempotency-key': key });
@@ -111,8 +107,8 @@ describe('POST /api/v1/plc/create', () => {
 
   it('refuses another commitment under an existing token id with 409 PLC_ALREADY_EXISTS on both routes, booking nothing', async () => {
     const [issuer, other] = [newWallet(), newWallet()];
-    await fund(issuer, '10.00');
-    await fund(other, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
+    await t.deposit(other.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 300n });
     const tokenId = plc.commitment.tokenId;
     expect((await create(plc)).json()).toMatchObject({ created: true });
@@ -148,7 +144,7 @@ describe('POST /api/v1/plc/create', () => {
 
   it('refuses an unfunded issuer, leaving no PLC, no booking and no workflow waiting', async () => {
     const issuer = newWallet();
-    await fund(issuer, '1.00');
+    await t.deposit(issuer.pubkey, '1.00');
     const plc = issue(issuer, { amountMinor: 500n });
     const response = await create(plc);
     expect(response.statusCode).toBe(409);
@@ -165,7 +161,7 @@ describe('POST /api/v1/plc/create', () => {
 
   it('refuses a frozen issuer with ACCOUNT_FROZEN', async () => {
     const issuer = newWallet();
-    await fund(issuer, '5.00');
+    await t.deposit(issuer.pubkey, '5.00');
     await t.db.pool.query(`UPDATE ledger_accounts SET status = 'FROZEN' WHERE owner_id = $1`, [issuer.pubkey]);
     const response = await create(issue(issuer, { amountMinor: 100n }));
     expect(response.statusCode).toBe(409);
@@ -176,14 +172,8 @@ describe('POST /api/v1/plc/create', () => {
     const limited = await createTestApp({ PLC_MAX_AMOUNT_MINOR: '1000', PLC_DAILY_LIMIT_MINOR: '1500' });
     try {
       await limited.startWorker();
-      const headers = await limited.adminHeaders();
       const issuer = newWallet();
-      await limited.app.inject({
-        method: 'POST',
-        url: '/api/v1/balance/deposit',
-        headers: { ...headers, 'idempotency-key': randomUUID() },
-        payload: { owner_id: issuer.pubkey, amount: '100.00', currency: 'BRL' },
-      });
+      await limited.deposit(issuer.pubkey, '100.00');
       const post = (plc: Plc) => limited.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
       // Ceilings 1000 and 1500: STANDARD gets 500 per PLC and 750 per 24 hours (docs/limits-and-fees.md).
       const tooBig = await post(issue(issuer, { amountMinor: 501n }));
@@ -213,7 +203,7 @@ describe('POST /api/v1/plc/create', () => {
     ['a zero amount', (json: Record<string, unknown>) => ({ ...json, amount: '0.00' }), 'custom'],
   ])('answers 422 for %s and changes nothing', async (_name, mutate, type) => {
     const issuer = newWallet();
-    await fund(issuer, '20.00');
+    await t.deposit(issuer.pubkey, '20.00');
     const json = plcToJson(issue(issuer)) as unknown as Record<string, unknown>;
     const response = await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: mutate(json) } });
     expect(response.statusCode).toBe(422);
@@ -223,7 +213,7 @@ describe('POST /api/v1/plc/create', () => {
 
   it('answers 422 without X-Device-ID, and for a stale created_at', async () => {
     const issuer = newWallet();
-    await fund(issuer, '20.00');
+    await t.deposit(issuer.pubkey, '20.00');
     const missing = await create(issue(issuer), {});
     expect(missing.statusCode).toBe(422);
     expect(missing.json().detail[0].loc).toEqual(['header', 'x-device-id']);
@@ -246,7 +236,7 @@ describe('POST /api/v1/plc/create', () => {
 
   it('accepts the protocol-level POST /api/v1/plcs with the PLC JSON as the body', async () => {
     const issuer = newWallet();
-    await fund(issuer, '3.00');
+    await t.deposit(issuer.pubkey, '3.00');
     const plc = issue(issuer, { amountMinor: 300n });
     const response = await t.app.inject({ method: 'POST', url: '/api/v1/plcs', headers: device, payload: plcToJson(plc) });
     expect(response.statusCode).toBe(200);
@@ -257,7 +247,7 @@ describe('POST /api/v1/plc/create', () => {
 describe('POST /api/v1/transfer/ on two API replicas (each remembers the chains it registered)', () => {
   it('a hop on top of what this replica registered reads nothing: one write, verifying only the new record', async () => {
     const [a, b, c] = [newWallet(), newWallet(), newWallet()];
-    await fund(a, '10.00');
+    await t.deposit(a.pubkey, '10.00');
     const plc0 = issue(a, { amountMinor: 100n });
     expect((await create(plc0)).statusCode).toBe(200);
     const named: string[] = [];
@@ -287,7 +277,7 @@ describe('POST /api/v1/transfer/ on two API replicas (each remembers the chains 
     try {
       const onB = (plc: Plc) => replica.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(plc) } });
       const [a, b, c, d, m] = [newWallet(), newWallet(), newWallet(), newWallet(), newWallet()];
-      await fund(a, '10.00');
+      await t.deposit(a.pubkey, '10.00');
       const plc0 = issue(a, { amountMinor: 300n });
       expect((await create(plc0)).statusCode).toBe(200);
       const plc1 = hop(plc0, a, b);
@@ -326,7 +316,7 @@ describe('POST /api/v1/transfer/ on two API replicas (each remembers the chains 
 describe('POST /api/v1/transfer/', () => {
   it('registers offline hops, is idempotent, and tracks the bearer', async () => {
     const [a, b, c, d] = [newWallet(), newWallet(), newWallet(), newWallet()];
-    await fund(a, '10.00');
+    await t.deposit(a.pubkey, '10.00');
     const plc0 = issue(a, { amountMinor: 700n });
     expect((await create(plc0)).statusCode).toBe(200);
     const plc1 = hop(plc0, a, b);
@@ -351,7 +341,7 @@ describe('POST /api/v1/transfer/', () => {
 
   it('refuses a fork with the evidence and raises a high risk flag against the signer', async () => {
     const [a, b, c, m] = [newWallet(), newWallet(), newWallet(), newWallet()];
-    await fund(a, '10.00');
+    await t.deposit(a.pubkey, '10.00');
     const plc0 = issue(a, { amountMinor: 500n });
     await create(plc0);
     const plc1 = hop(plc0, a, b);
@@ -361,17 +351,17 @@ describe('POST /api/v1/transfer/', () => {
     const refused = await transfer(fork);
     expect(refused.statusCode).toBe(409);
     const body = refused.json();
-    expect(body.code).toBe('DOUBLE_SPEND_DETECTED');
-    expect(body.details).toMatchObject({ signer_pubkey: b.pubkey, position: 1 });
-    expect(body.details.registered_record.recipient_pubkey).toBe(c.pubkey);
-    expect(body.details.presented_record.recipient_pubkey).toBe(m.pubkey);
+    expect(body).toMatchObject({
+      code: 'DOUBLE_SPEND_DETECTED',
+      details: { signer_pubkey: b.pubkey, position: 1, registered_record: { recipient_pubkey: c.pubkey }, presented_record: { recipient_pubkey: m.pubkey } },
+    });
     const flags = await t.app.inject({ method: 'GET', url: '/api/v1/admin/risk-flags?resolved=false&severity=high', headers: admin });
     expect(flags.json().some((flag: { id: string; subject_pubkey: string }) => flag.id === body.details.risk_flag_id && flag.subject_pubkey === b.pubkey)).toBe(true);
   });
 
   it('lets exactly one of many concurrent competing forks win', async () => {
     const issuer = newWallet();
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plc0 = issue(issuer, { amountMinor: 100n });
     await create(plc0);
     const forks = Array.from({ length: 12 }, () => hop(plc0, issuer, newWallet()));
@@ -385,7 +375,7 @@ describe('POST /api/v1/transfer/', () => {
 
   it('refuses a hop to a key with a torsion component, registering nothing', async () => {
     const [issuer, bearer] = [newWallet(), newWallet()];
-    await fund(issuer, '5.00');
+    await t.deposit(issuer.pubkey, '5.00');
     const plc = issue(issuer, { amountMinor: 100n });
     expect((await create(plc)).statusCode).toBe(200);
     const response = await transfer(hopToRawKey(plc, issuer, mixedOrderSigner().publicKey));
@@ -398,7 +388,7 @@ describe('POST /api/v1/transfer/', () => {
 
   it('refuses an unknown PLC, a tampered record, and a replay with another body under the same key', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '10.00');
+    await t.deposit(a.pubkey, '10.00');
     const unknown = await transfer(hop(issue(a), a, b));
     expect(unknown.statusCode).toBe(404);
     const plc0 = issue(a, { amountMinor: 100n });
@@ -416,33 +406,24 @@ describe('POST /api/v1/transfer/', () => {
 describe('POST /api/v1/plc/{token_id}/cancel', () => {
   it('cancels an ISSUED PLC signed by its issuer, releasing PROMISED, and ends the workflow', async () => {
     const issuer = newWallet();
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 400n });
     await create(plc);
-    const response = await t.app.inject({
-      method: 'POST',
-      url: `/api/v1/plc/${plc.commitment.tokenId}/cancel`,
-      headers: device,
-      payload: cancelBody(plc, issuer),
-    });
+    const cancel = () => t.app.inject({ method: 'POST', url: `/api/v1/plc/${plc.commitment.tokenId}/cancel`, headers: device, payload: cancelBody(plc, issuer) });
+    const response = await cancel();
     expect(response.statusCode).toBe(200);
     expect(response.json()).toMatchObject({ status: 'CANCELLED', released_amount: '4.00' });
     expect(await balance(issuer)).toMatchObject({ available: '10.00', promised: '0.00' });
     const result = await t.temporal.workflow.getHandle(`plc-${plc.commitment.tokenId}`).result();
     expect(result).toMatchObject({ status: 'CANCELLED' });
-    const again = await t.app.inject({
-      method: 'POST',
-      url: `/api/v1/plc/${plc.commitment.tokenId}/cancel`,
-      headers: device,
-      payload: cancelBody(plc, issuer),
-    });
+    const again = await cancel();
     expect(again.statusCode).toBe(409);
     expect(again.json()).toMatchObject({ code: 'PLC_NOT_CANCELLABLE' });
   });
 
   it('answers the same cancel with the same Idempotency-Key from its store (200, replayed), booking once', async () => {
     const issuer = newWallet();
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 400n });
     await create(plc);
     const url = `/api/v1/plc/${plc.commitment.tokenId}/cancel`;
@@ -463,7 +444,7 @@ describe('POST /api/v1/plc/{token_id}/cancel', () => {
 
   it('refuses an authorisation naming another PLC with 409 PLC_MISMATCH', async () => {
     const issuer = newWallet();
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const [plc, other] = [issue(issuer, { amountMinor: 100n }), issue(issuer, { amountMinor: 100n })];
     await create(plc);
     await create(other);
@@ -475,7 +456,7 @@ describe('POST /api/v1/plc/{token_id}/cancel', () => {
 
   it('refuses after a transfer, from another key, and with a stale timestamp', async () => {
     const [issuer, bearer] = [newWallet(), newWallet()];
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 100n });
     await create(plc);
     const url = `/api/v1/plc/${plc.commitment.tokenId}/cancel`;
@@ -495,7 +476,7 @@ describe('POST /api/v1/plc/{token_id}/cancel', () => {
 describe('races', () => {
   it('many concurrent transfer registrations and cancels on one PLC end in one legal state', async () => {
     const issuer = newWallet();
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 200n });
     await create(plc);
     const url = `/api/v1/plc/${plc.commitment.tokenId}/cancel`;
@@ -524,7 +505,7 @@ describe('races', () => {
 describe('reads', () => {
   it('lists the issuer active PLCs for recovery after a lost create response', async () => {
     const issuer = newWallet();
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plcs = [issue(issuer, { amountMinor: 100n }), issue(issuer, { amountMinor: 200n })];
     for (const plc of plcs) await create(plc);
     const response = await t.app.inject({ method: 'GET', url: `/api/v1/plc/issuer/${issuer.pubkey}/active` });
@@ -535,7 +516,7 @@ describe('reads', () => {
 
   it('serves the PLC in the protocol JSON form with its registered chain, without admin rights', async () => {
     const [issuer, b, c] = [newWallet(), newWallet(), newWallet()];
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 250n });
     await create(plc);
     const url = `/api/v1/plc/${plc.commitment.tokenId}/json`;

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { storeInboxEvent } from '../../db/inbox.ts';
 import { createTestApp } from '../support/app.ts';
-import { startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { deliverGatewayWebhook, failGatewayWebhooksWhile, ownWebhookIds, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { eventually } from '../support/temporal-cli.ts';
+import { transferEvent } from '../support/gateway-events.ts';
 
 /**
  * The seventeen webhook and monitor operations through app.inject, against the gateway simulator,
@@ -12,10 +13,7 @@ import { eventually } from '../support/temporal-cli.ts';
  */
 const cooldownMs = 4000;
 const configuredUrl = 'http://127.0.0.1:9/api/v1/redemption/webhook/gateway';
-// Webhook ids of this file's own simulator: the cooldown workflows are named by them, on a dev server other files share.
-const hookSuffix = `_${randomUUID().slice(0, 8)}`;
-const gatewayHook = `wh_gateway${hookSuffix}`;
-const transferHook = `wh_transfer${hookSuffix}`;
+const { suffix: hookSuffix, gatewayHook, transferHook } = ownWebhookIds();
 let h: SettlementHarness;
 let failing = false;
 
@@ -31,16 +29,7 @@ beforeAll(async () => {
       webhookRetryBaseMs: 20,
       webhookRetryMaxMs: 100,
     },
-    {
-      beforeListen: (app) => {
-        app.addHook('onRequest', async (request, reply) => {
-          if (failing && request.url.startsWith('/api/v1/redemption/webhook/gateway')) {
-            return reply.code(503).send({ code: 'SERVICE_UNAVAILABLE', message: 'fault injected by the test' });
-          }
-          return undefined;
-        });
-      },
-    },
+    { beforeListen: failGatewayWebhooksWhile(() => failing) },
   );
 });
 afterEach(async () => {
@@ -81,25 +70,7 @@ async function cooldownOver(webhookId: string): Promise<void> {
 }
 
 function gatewayEvent(event = 'TRANSFER_DONE') {
-  const id = `evt_${randomUUID().replaceAll('-', '')}`;
-  return {
-    id,
-    event,
-    dateCreated: '2026-11-22 10:00:00',
-    transfer: {
-      object: 'transfer',
-      id: randomUUID(),
-      status: 'DONE',
-      value: 10,
-      netValue: 10,
-      transferFee: 0,
-      dateCreated: '2026-11-22',
-      pixAddressKey: 'payee@example.com',
-      pixAddressKeyType: 'EMAIL',
-      externalReference: randomUUID(),
-      failReason: null,
-    },
-  };
+  return transferEvent({ event, id: `evt_${randomUUID().replaceAll('-', '')}` });
 }
 
 /** Queues an event on wh_gateway (transfer events go to wh_transfer here: a Pix charge event does not). */
@@ -182,12 +153,7 @@ describe("the backoff removals' rate limit", () => {
 describe('gateway webhooks', () => {
   it('lists the webhooks with their events, penalties, cooldown and the newest events received through each', async () => {
     const event = gatewayEvent();
-    const delivered = await h.t.app.inject({
-      method: 'POST',
-      url: '/api/v1/redemption/webhook/gateway',
-      headers: { 'gateway-access-token': h.t.config.GATEWAY_WEBHOOK_TOKEN },
-      payload: event,
-    });
+    const delivered = await deliverGatewayWebhook(h.t, event);
     expect(delivered.statusCode).toBe(200);
     const response = await get('/api/v1/redemption/webhook/list');
     expect(response.statusCode).toBe(200);

@@ -10,7 +10,7 @@ import { recordLedgerCheck } from '../../db/ledger-checks.ts';
 import { hashPassword } from '../../infra/passwords.ts';
 import { browserUnavailable, ensureConsoleBuilt, launchBrowser, type Browser } from '../support/browser.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { hop, issue, newWallet, plcToJson } from '../support/wallet.ts';
 
 /**
  * The web console in headless Chromium, against the service and the gateway simulator: log in,
@@ -55,15 +55,6 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     await h?.close();
   });
 
-  async function fund(wallet: TestWallet, amount: string) {
-    const response = await h.t.app.inject({
-      method: 'POST',
-      url: '/api/v1/balance/deposit',
-      headers: { ...h.admin, 'idempotency-key': randomUUID() },
-      payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-    });
-    expect(response.statusCode).toBe(200);
-  }
   const post = (url: string, payload: object) => h.t.app.inject({ method: 'POST', url, headers: device, payload });
   const shot = (name: string) => page.screenshot({ path: join(screenshotsDir, `${name}.png`), fullPage: true });
 
@@ -83,7 +74,7 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
 
   it('finds a PLC made by the test by its token id and by its issuer, with its chain and fork evidence', async () => {
     const [a, b, c] = [newWallet(), newWallet(), newWallet()];
-    await fund(a, '20.00');
+    await h.t.deposit(a.pubkey, '20.00');
     const plc = issue(a, { amountMinor: 1250n });
     expect((await post('/api/v1/plc/create', { plc: plcToJson(plc) })).statusCode).toBe(200);
     expect((await post('/api/v1/transfer/', { plc: plcToJson(hop(plc, a, b)) })).statusCode).toBe(200);
@@ -120,7 +111,7 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     await page.goto(`${base}/console/#/dashboard`);
     await expect.poll(() => page.getByTestId('feed-state').textContent(), { timeout: 15_000 }).toBe('live');
     const issuer = newWallet();
-    await fund(issuer, '5.00');
+    await h.t.deposit(issuer.pubkey, '5.00');
     const plc = issue(issuer, { amountMinor: 321n });
     expect((await post('/api/v1/plc/create', { plc: plcToJson(plc) })).statusCode).toBe(200);
     await page.getByTestId('live-feed').getByText(plc.commitment.tokenId.slice(0, 8)).waitFor({ timeout: 20_000 });
@@ -129,7 +120,7 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
 
   it('retries a failed settlement and sees it settle', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '30.00');
+    await h.t.deposit(a.pubkey, '30.00');
     const plc = issue(a, { amountMinor: 990n });
     expect((await post('/api/v1/plc/create', { plc: plcToJson(plc) })).statusCode).toBe(200);
     // The platform's gateway account is empty: the payout is refused, the settlement fails.
@@ -172,7 +163,7 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     await expect.poll(async () => (await flags.count()) === 0 || (await flags.locator('tbody tr').count()) < before, { timeout: 15_000 }).toBe(true);
 
     const owner = newWallet();
-    await fund(owner, '1.00');
+    await h.t.deposit(owner.pubkey, '1.00');
     await page.goto(`${base}/console/#/accounts`);
     const row = page.getByTestId('accounts').locator('tr', { hasText: owner.pubkey.slice(0, 16) });
     await row.waitFor();

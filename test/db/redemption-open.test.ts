@@ -1,11 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedemptionActivities, type OpenRedemptionInput } from '../../activities/redemption.ts';
+import { createRedemptionActivities } from '../../activities/redemption.ts';
 import { findViolations } from '../../db/ledger.ts';
-import { fromTransferRecord } from '../../src/plc/register-transfers.ts';
-import { bytesToHex, chainHeadHash } from '../../src/protocol/index.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
-import { hop, issue, newWallet, plcToJson } from '../support/wallet.ts';
+import { hop, newWallet } from '../support/wallet.ts';
+import { openRedemptionInput } from '../support/settlement.ts';
 
 /**
  * Opening a redemption is retried by Temporal when an attempt takes too long; the attempt given up
@@ -28,22 +26,8 @@ describe('opening a redemption twice at once, under one redemption id', () => {
   it('the attempt that waited for the PLC behind the other answers the redemption the other opened', async () => {
     const [issuer, bearer] = [newWallet(), newWallet()];
     await t.deposit(issuer.pubkey, '50.00');
-    const plc = issue(issuer, { amountMinor: 700n });
-    const created = await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: { 'x-device-id': 'device-open' }, payload: { plc: plcToJson(plc) } });
-    expect(created.statusCode).toBe(200);
-    const chain = hop(plc, issuer, bearer);
-    const input: OpenRedemptionInput = {
-      redemptionId: randomUUID(),
-      tokenId: plc.commitment.tokenId,
-      bearerPubkey: bearer.pubkey,
-      headHash: bytesToHex(chainHeadHash(chain)),
-      destination: 'payee@example.com',
-      destinationType: 'EMAIL',
-      deviceId: 'device-open',
-      feeMinor: '0',
-      presented: chain.transferChain.map(fromTransferRecord),
-      expiryGraceMs: 300_000,
-    };
+    const plc = await t.issuePlc(issuer, 700n, { 'x-device-id': 'device-open' });
+    const input = openRedemptionInput(hop(plc, issuer, bearer), bearer, 'device-open');
     const unused = () => Promise.reject(new Error('not used'));
     const activities = createRedemptionActivities({
       pool: t.db.pool,

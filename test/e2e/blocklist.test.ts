@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +6,7 @@ import { findViolations } from '../../db/ledger.ts';
 import { encodeTransportText, hexToBytes, type Plc } from '../../src/protocol/index.ts';
 import { field, ok, refused } from '../bin/wallet-cli.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { hop, issue, newWallet, plcToJson } from '../support/wallet.ts';
 
 /**
  * The blocklist end to end (docs/protocol.md section 18): the API listening on a port, its worker,
@@ -33,16 +32,6 @@ afterAll(async () => {
 
 const post = (url: string, payload: object) => h.t.app.inject({ method: 'POST', url, headers: device, payload });
 
-async function fund(wallet: TestWallet, amount: string) {
-  const response = await h.t.app.inject({
-    method: 'POST',
-    url: '/api/v1/balance/deposit',
-    headers: { ...h.admin, 'idempotency-key': randomUUID() },
-    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-  });
-  expect(response.statusCode).toBe(200);
-}
-
 async function created(plc: Plc) {
   expect((await post('/api/v1/plc/create', { plc: plcToJson(plc) })).statusCode).toBe(200);
   return plc;
@@ -51,8 +40,8 @@ async function created(plc: Plc) {
 describe('a key proven to cheat', () => {
   it('is refused at create, hop and redemption, and the wallet program refuses its chains from the signed list', { timeout: 180_000 }, async () => {
     const [issuer, culprit, honest, accomplice, other] = [newWallet(), newWallet(), newWallet(), newWallet(), newWallet()];
-    await fund(issuer, '50.00');
-    await fund(culprit, '20.00');
+    await h.t.deposit(issuer.pubkey, '50.00');
+    await h.t.deposit(culprit.pubkey, '20.00');
     // Two PLCs reach the culprit, registered.
     const first = hop(await created(issue(issuer, { amountMinor: 1500n })), issuer, culprit);
     const second = hop(await created(issue(issuer, { amountMinor: 700n })), issuer, culprit);

@@ -1,14 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayCalendarDate } from '../../activities/charges.ts';
 import { chargeIdForKey } from '../../api/routes/charges.ts';
 import { findViolations } from '../../db/ledger.ts';
 import { businessStatusKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
+import { eventually } from '../support/temporal-cli.ts';
+import { replayAndRecord } from '../support/histories.ts';
 
 /**
  * Charges (cash-in) end to end: API -> charge workflow (update-with-start) -> gateway simulator
@@ -74,16 +72,6 @@ function simPayments(chargeId: string) {
   return h.simulator.state.snapshot(1000).payments.filter((payment) => payment.externalReference === chargeId);
 }
 
-/** Replays a finished workflow's history against the current code and, on request, records it. */
-async function record(workflowId: string, name: string): Promise<void> {
-  const history = await h.t.temporal.workflow.getHandle(workflowId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-    writeFileSync(fileURLToPath(new URL(`../workflows/histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
-}
-
 describe('charges (cash-in) through the gateway', () => {
   it('a Pix charge paid: QR code answered, SETTLED once, owner AVAILABLE credited; a later refund is recorded and moves nothing', async () => {
     const owner = newOwner();
@@ -127,7 +115,7 @@ describe('charges (cash-in) through the gateway', () => {
     expect(attributes.get(businessStatusKey)).toBe('SETTLED_REFUNDED');
     expect(simPayments(created.charge_id)).toHaveLength(1);
     expect(await findViolations(h.t.db.pool)).toEqual([]);
-    await record(created.workflow_id, 'charge-pix-settled-refunded');
+    await replayAndRecord(h.t.temporal, created.workflow_id, 'charge-pix-settled-refunded');
 
     expect((await h.t.app.inject({ method: 'GET', url: '/api/v1/redemption/payment/pay_unknown0000000' })).json()).toMatchObject({
       code: 'CHARGE_NOT_FOUND',
@@ -151,7 +139,7 @@ describe('charges (cash-in) through the gateway', () => {
     expect(await h.t.temporal.workflow.getHandle(created.workflow_id).result()).toMatchObject({ status: 'SETTLED' });
     expect(await txTypes(created.charge_id)).toEqual(['CHARGE_CREATED', 'CHARGE_SETTLED']);
     expect(await findViolations(h.t.db.pool)).toEqual([]);
-    await record(created.workflow_id, 'charge-boleto-settled');
+    await replayAndRecord(h.t.temporal, created.workflow_id, 'charge-boleto-settled');
   });
 
   it('a charge gone overdue: cancelled at the gateway, FAILED, the owner PENDING back to 0; a late event changes nothing', async () => {
@@ -168,7 +156,7 @@ describe('charges (cash-in) through the gateway', () => {
     expect(late.status).toBe(400);
     expect(await txTypes(created.charge_id)).toEqual(['CHARGE_CREATED', 'CHARGE_FAILED']);
     expect(await findViolations(h.t.db.pool)).toEqual([]);
-    await record(created.workflow_id, 'charge-overdue-failed');
+    await replayAndRecord(h.t.temporal, created.workflow_id, 'charge-overdue-failed');
   });
 
   it('every webhook delivered 10 times and out of order: settles exactly once', async () => {
@@ -189,7 +177,7 @@ describe('charges (cash-in) through the gateway', () => {
       expect(await txTypes(created.charge_id)).toEqual(['CHARGE_CREATED', 'CHARGE_SETTLED']);
       expect(await balance(owner)).toMatchObject({ available: '40.00', pending: '0.00' });
       expect(await findViolations(h.t.db.pool)).toEqual([]);
-      await record(created.workflow_id, 'charge-duplicated-reordered-webhooks');
+      await replayAndRecord(h.t.temporal, created.workflow_id, 'charge-duplicated-reordered-webhooks');
     } finally {
       await sim('DELETE', '/sim/faults');
     }
@@ -231,7 +219,7 @@ describe('charges (cash-in) through the gateway', () => {
     expect(simPayments(created.charge_id)).toMatchObject([{ status: 'DELETED' }]);
     expect(await balance(owner)).toMatchObject({ available: '0.00', pending: '0.00' });
     expect(await findViolations(h.t.db.pool)).toEqual([]);
-    await record(created.workflow_id, 'charge-unpaid-failed');
+    await replayAndRecord(h.t.temporal, created.workflow_id, 'charge-unpaid-failed');
   });
 
   it('bad input answers 422 and books nothing', async () => {

@@ -1,16 +1,13 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishFeeSchedule } from '../../db/fees.ts';
 import { findViolations } from '../../db/ledger.ts';
-import { signFeeConsent } from '../../src/fees/consent.ts';
-import { bytesToHex, type Plc } from '../../src/protocol/index.ts';
 import { field, ok } from '../bin/wallet-cli.ts';
 import { snapshotOf } from '../support/ledger.ts';
-import { redeemBody, settlementBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { feeConsentBody, redeemBody, settlementBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { hop, newWallet, type TestWallet } from '../support/wallet.ts';
 
 /**
  * Fees end to end (docs/limits-and-fees.md, "Fees"): a schedule that charges Pix, a redemption
@@ -30,39 +27,12 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function fund(wallet: TestWallet, amount: string) {
-  const response = await h.t.app.inject({
-    method: 'POST',
-    url: '/api/v1/balance/deposit',
-    headers: { ...h.admin, 'idempotency-key': randomUUID() },
-    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-  });
-  expect(response.statusCode).toBe(200);
-}
-
 const balance = async (wallet: TestWallet) => (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${wallet.pubkey}` })).json();
 const redeem = (body: object) => h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: body });
 
-async function issued(issuer: TestWallet, amountMinor: bigint): Promise<Plc> {
-  const plc = issue(issuer, { amountMinor });
-  const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
-  expect(response.statusCode).toBe(200);
-  return plc;
-}
-
-async function consent(wallet: TestWallet, version: number) {
-  const signed = signFeeConsent({ deviceId: 'phone-fees', scheduleVersion: version, operationTimestampMs: Date.now() }, wallet.keys.secretKey);
-  return h.t.app.inject({
-    method: 'POST',
-    url: '/api/v1/fees/consent',
-    payload: {
-      public_key: wallet.pubkey,
-      schedule_version: version,
-      device_id: signed.deviceId,
-      operation_timestamp: signed.operationTimestampMs,
-      device_signature: bytesToHex(signed.signature),
-    },
-  });
+/** The bearer's signed consent to this fee schedule version. */
+function consent(wallet: TestWallet, version: number) {
+  return h.t.app.inject({ method: 'POST', url: '/api/v1/fees/consent', payload: feeConsentBody(wallet, version) });
 }
 
 async function ledgerRowsOf(tokenId: string) {
@@ -80,8 +50,8 @@ describe('a redemption with a fee', () => {
     });
     expect(version).toBe(2);
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '100.00');
-    const plc0 = await issued(a, 2500n);
+    await h.t.deposit(a.pubkey, '100.00');
+    const plc0 = await h.t.issuePlc(a, 2500n, device);
     const plc1 = hop(plc0, a, b);
     const before = await ledgerRowsOf(plc0.commitment.tokenId);
 
@@ -161,9 +131,9 @@ describe('a redemption with a fee', () => {
 
   it('a failed redemption books no fee: the whole amount goes back to the issuer', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '10.00');
+    await h.t.deposit(a.pubkey, '10.00');
     expect((await consent(b, 2)).statusCode).toBe(200);
-    const plc0 = await issued(a, 300n);
+    const plc0 = await h.t.issuePlc(a, 300n, device);
     const plc1 = hop(plc0, a, b);
     const feesBefore = (await snapshotOf(h.t.db.pool, 'system:fees', 'AVAILABLE')) ?? 0n;
     const response = await redeem(redeemBody(plc1, b, pixKey));

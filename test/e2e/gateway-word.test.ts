@@ -1,13 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
 import type { TransferWire } from '../../gateway/wire.ts';
-import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { handedOnPlc, redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { eventually } from '../support/temporal-cli.ts';
+import { replayAndRecord } from '../support/histories.ts';
 
 /**
  * Money moves on the gateway's word, never on a message's (issue 17, item 1). Webhook events and
@@ -34,25 +31,9 @@ afterAll(async () => {
   await h?.close();
 });
 
-/** Replays a finished workflow's history against the current code and, on request (RECORD_HISTORIES=1), records it. */
-async function record(workflowId: string, name: string): Promise<void> {
-  const history = await h.t.temporal.workflow.getHandle(workflowId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-    writeFileSync(fileURLToPath(new URL(`../workflows/histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
-}
-
 const token = () => ({ 'gateway-access-token': h.t.config.GATEWAY_WEBHOOK_TOKEN });
 
-async function transferable(amountMinor: bigint): Promise<{ plc: ReturnType<typeof issue>; bearer: TestWallet }> {
-  const [issuer, bearer] = [newWallet(), newWallet()];
-  await h.t.deposit(issuer.pubkey, '50.00');
-  const plc = issue(issuer, { amountMinor });
-  expect((await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
-  return { plc: hop(plc, issuer, bearer), bearer };
-}
+const transferable = (amountMinor: bigint) => handedOnPlc(h.t, amountMinor, device);
 
 function payoutsOf(tokenId: string): TransferWire[] {
   return h.simulator.state.snapshot(1000).transfers.filter((transfer) => transfer.description === `PLC ${tokenId}`);
@@ -138,7 +119,7 @@ describe('money moves on the gateway\'s word', () => {
       signalled: opened.workflow_id,
       status: 'DONE',
     });
-    await record(`webhook-gateway-${forged.id}`, 'webhook-event-contradicted');
+    await replayAndRecord(h.t.temporal, `webhook-gateway-${forged.id}`, 'webhook-event-contradicted');
     const [flag] = await flagsOf(plc.commitment.tokenId, forged.id);
     expect(flag).toMatchObject({ flag_type: 'WEBHOOK_CONTRADICTS_GATEWAY', severity: 'high' });
     expect(flag?.details).toMatchObject({ event_status: 'FAILED', gateway_status: 'DONE', redemption_id: opened.redemption_id, transfer_id: transfer.id });

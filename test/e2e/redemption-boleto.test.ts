@@ -1,14 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
-import { temporalCliJson } from '../support/temporal-cli.ts';
 import { snapshotOf } from '../support/ledger.ts';
 import { bankSlipLine, boletoRedeemBody, feeConsentBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
-import type { Plc } from '../../src/protocol/index.ts';
+import { hop, newWallet, type TestWallet } from '../support/wallet.ts';
+import { replayAndRecord } from '../support/histories.ts';
 
 /**
  * Boleto redemptions end to end (docs/settlement.md "Boleto payouts"): API -> redemption workflow
@@ -24,16 +19,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
-
-async function fund(wallet: TestWallet, amount: string) {
-  const response = await h.t.app.inject({
-    method: 'POST',
-    url: '/api/v1/balance/deposit',
-    headers: { ...h.admin, 'idempotency-key': randomUUID() },
-    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-  });
-  expect(response.statusCode).toBe(200);
-}
 
 const balance = async (wallet: TestWallet) => (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${wallet.pubkey}` })).json();
 const redeem = (body: object) => h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: body });
@@ -52,29 +37,12 @@ async function payoutOf(wallet: TestWallet, amount: string): Promise<bigint> {
   return BigInt((response.json() as { net_amount: string }).net_amount.replace('.', ''));
 }
 
-async function issued(issuer: TestWallet, amountMinor: bigint): Promise<Plc> {
-  const plc = issue(issuer, { amountMinor });
-  const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
-  expect(response.statusCode).toBe(200);
-  return plc;
-}
-
-/** Replays a finished workflow's history against the current code and, on request, records it (test/workflows/histories). */
-async function replay(workflowId: string, name: string): Promise<void> {
-  const history = await h.t.temporal.workflow.getHandle(workflowId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-    writeFileSync(fileURLToPath(new URL(`../workflows/histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
-}
-
 describe('boleto redemptions through the gateway', () => {
   it('pays the boleto (a bill payment), settles and redeems the PLC, the ledger balanced', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '200.00');
+    await h.t.deposit(a.pubkey, '200.00');
     await consent(b);
-    const plc0 = await issued(a, 10_000n);
+    const plc0 = await h.t.issuePlc(a, 10_000n, device);
     const plc1 = hop(plc0, a, b);
     // 100.00 less the fee: the bill is for the payout.
     const payout = await payoutOf(b, '100.00');
@@ -108,14 +76,14 @@ describe('boleto redemptions through the gateway', () => {
     ]);
     expect(event.rows).toHaveLength(1);
     expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.rows[0].event_id}`).result()).toBe('PROCESSED');
-    await replay(opened.workflow_id, 'redemption-boleto-settled');
+    await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-boleto-settled');
   });
 
   it('pays a boleto that leaves its amount open for the PLC amount', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '20.00');
+    await h.t.deposit(a.pubkey, '20.00');
     await consent(b);
-    const plc1 = hop(await issued(a, 1_000n), a, b);
+    const plc1 = hop(await h.t.issuePlc(a, 1_000n, device), a, b);
     const response = await redeem(boletoRedeemBody(plc1, b, bankSlipLine(0n, '9999988888777776666655555')));
     expect(response.statusCode, response.body).toBe(200);
     expect(await h.t.temporal.workflow.getHandle(response.json().workflow_id).result()).toMatchObject({ status: 'SETTLED' });
@@ -125,9 +93,9 @@ describe('boleto redemptions through the gateway', () => {
 
   it('a bill payment the bank refuses fails the redemption and reverts the PLC, redeemable again', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '30.00');
+    await h.t.deposit(a.pubkey, '30.00');
     await consent(b);
-    const plc0 = await issued(a, 2_000n);
+    const plc0 = await h.t.issuePlc(a, 2_000n, device);
     const plc1 = hop(plc0, a, b);
     const line = bankSlipLine(await payoutOf(b, '20.00'), '1111122222333334444455555');
     const balanceBefore = h.simulator.state.balanceMinor;
@@ -153,7 +121,7 @@ describe('boleto redemptions through the gateway', () => {
     expect(await balance(a)).toMatchObject({ available: '10.00', promised: '20.00' });
     expect(await balance(b)).toMatchObject({ pending: '0.00' });
     expect(await findViolations(h.t.db.pool)).toEqual([]);
-    await replay(opened.workflow_id, 'redemption-boleto-failed');
+    await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-boleto-failed');
     // Redeemed again, with a newly signed authorisation: paid this time.
     const again = await redeem(boletoRedeemBody(plc1, b, line));
     expect(again.statusCode, again.body).toBe(200);

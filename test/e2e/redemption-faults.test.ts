@@ -1,12 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
 import { storeInboxEvent } from '../../db/inbox.ts';
-import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
-import type { Plc } from '../../src/protocol/index.ts';
+import { deliverGatewayWebhook, handedOnPlc, redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { waitFor } from '../support/wait.ts';
+import { transferEvent } from '../support/gateway-events.ts';
 
 /**
  * Redemption under faults: duplicated and reordered webhooks, webhooks nobody expects, gateway
@@ -26,22 +24,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function fund(wallet: TestWallet, amount: string) {
-  await h.t.app.inject({
-    method: 'POST',
-    url: '/api/v1/balance/deposit',
-    headers: { ...h.admin, 'idempotency-key': randomUUID() },
-    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-  });
-}
-
-async function transferable(amountMinor: bigint): Promise<{ plc: Plc; bearer: TestWallet; issuer: TestWallet }> {
-  const [issuer, bearer] = [newWallet(), newWallet()];
-  await fund(issuer, '50.00');
-  const plc = issue(issuer, { amountMinor });
-  expect((await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
-  return { plc: hop(plc, issuer, bearer), bearer, issuer };
-}
+const transferable = (amountMinor: bigint) => handedOnPlc(h.t, amountMinor, device);
 
 async function faults(body: Record<string, unknown>) {
   const response = await fetch(`${h.t.config.GATEWAY_BASE_URL}/sim/faults`, {
@@ -50,22 +33,6 @@ async function faults(body: Record<string, unknown>) {
     body: JSON.stringify(body),
   });
   expect(response.status).toBe(200);
-}
-
-function transferBody() {
-  return {
-    object: 'transfer',
-    id: randomUUID(),
-    status: 'PENDING',
-    value: 10,
-    netValue: 10,
-    transferFee: 0,
-    dateCreated: '2026-11-22',
-    pixAddressKey: pixKey,
-    pixAddressKeyType: 'EMAIL',
-    externalReference: randomUUID(),
-    failReason: null,
-  };
 }
 
 /** Waits until the redemption's pending activity (the payout's creation) has been tried `attempts` times. */
@@ -108,40 +75,13 @@ describe('redemption faults', () => {
   });
 
   it('acknowledges and ignores a webhook about a transfer nobody expects, and refuses a bad token', async () => {
-    const event = {
-      id: `evt_${randomUUID()}`,
-      event: 'TRANSFER_DONE',
-      dateCreated: '2026-11-22 10:00:00',
-      transfer: {
-        object: 'transfer',
-        id: randomUUID(),
-        status: 'DONE',
-        value: 10,
-        netValue: 10,
-        transferFee: 0,
-        dateCreated: '2026-11-22',
-        pixAddressKey: pixKey,
-        pixAddressKeyType: 'EMAIL',
-        externalReference: randomUUID(),
-        failReason: null,
-      },
-    };
+    const event = transferEvent();
     const unauthorised = await h.t.app.inject({ method: 'POST', url: '/api/v1/redemption/webhook/gateway', payload: event });
     expect(unauthorised.statusCode).toBe(401);
-    const response = await h.t.app.inject({
-      method: 'POST',
-      url: '/api/v1/redemption/webhook/gateway',
-      headers: { 'gateway-access-token': h.t.config.GATEWAY_WEBHOOK_TOKEN },
-      payload: event,
-    });
+    const response = await deliverGatewayWebhook(h.t, event);
     expect(response.statusCode).toBe(200);
     expect(response.json()).toMatchObject({ received: true, duplicate: false });
-    const again = await h.t.app.inject({
-      method: 'POST',
-      url: '/api/v1/redemption/webhook/gateway',
-      headers: { 'gateway-access-token': h.t.config.GATEWAY_WEBHOOK_TOKEN },
-      payload: event,
-    });
+    const again = await deliverGatewayWebhook(h.t, event);
     expect(again.json()).toMatchObject({ duplicate: true });
     await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.id}`).result();
     const row = await h.t.db.pool.query(`SELECT status, duplicates FROM webhook_inbox WHERE event_id = $1`, [event.id]);
@@ -182,19 +122,9 @@ describe('redemption faults', () => {
 
     // A non-final event delivered on its own (and again) is acknowledged, stored IGNORED in the
     // same request, and counted as a duplicate.
-    const pending = {
-      id: `evt_${randomUUID()}`,
-      event: 'TRANSFER_IN_BANK_PROCESSING',
-      dateCreated: '2026-11-22 10:00:00',
-      transfer: { ...transferBody(), status: 'BANK_PROCESSING' },
-    };
+    const pending = transferEvent({ event: 'TRANSFER_IN_BANK_PROCESSING', transfer: { status: 'BANK_PROCESSING' } });
     for (const duplicate of [false, true]) {
-      const answer = await h.t.app.inject({
-        method: 'POST',
-        url: '/api/v1/redemption/webhook/gateway',
-        headers: { 'gateway-access-token': h.t.config.GATEWAY_WEBHOOK_TOKEN },
-        payload: pending,
-      });
+      const answer = await deliverGatewayWebhook(h.t, pending);
       expect(answer.statusCode).toBe(200);
       expect(answer.json()).toMatchObject({ received: true, event_id: pending.id, duplicate });
       const row = await h.t.db.pool.query(`SELECT status, duplicates, raw_body FROM webhook_inbox WHERE event_id = $1`, [pending.id]);
@@ -213,20 +143,10 @@ describe('redemption faults', () => {
     const opened = response.json();
     // The gateway has paid out (the event is checked against it: a DONE it does not hold is contradicted).
     const transfer = await waitFor(() => payoutsOf(plc.commitment.tokenId).find((t) => t.status === 'DONE'), { what: 'the payout at the gateway, DONE' });
-    const event = {
-      id: `evt_${randomUUID()}`,
-      event: 'TRANSFER_DONE',
-      dateCreated: '2026-11-22 10:00:00',
-      transfer: { ...transferBody(), id: transfer.id, status: 'DONE', externalReference: opened.redemption_id },
-    };
+    const event = transferEvent({ transfer: { id: transfer.id, externalReference: opened.redemption_id } });
     // What a process that died between the inbox INSERT and the workflow start leaves behind.
     await storeInboxEvent(h.t.db.pool, { provider: 'gateway', endpoint: 'redemption/gateway', eventId: event.id, eventType: event.event, rawBody: JSON.stringify(event) });
-    const again = await h.t.app.inject({
-      method: 'POST',
-      url: '/api/v1/redemption/webhook/gateway',
-      headers: { 'gateway-access-token': h.t.config.GATEWAY_WEBHOOK_TOKEN },
-      payload: event,
-    });
+    const again = await deliverGatewayWebhook(h.t, event);
     expect(again.json()).toMatchObject({ received: true, duplicate: true });
     expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.id}`).result()).toBe('PROCESSED');
     expect(await h.t.temporal.workflow.getHandle(opened.workflow_id).result()).toMatchObject({ status: 'SETTLED' });

@@ -1,16 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { temporalCliJson } from '../support/temporal-cli.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
 import { snapshotOf } from '../support/ledger.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
-import type { Plc } from '../../src/protocol/index.ts';
+import { hop, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 import { businessStatusKey } from '../../workflows/search-attributes.ts';
 import { redemptionWorkflow } from '../../workflows/redemption.ts';
+import { replayAndRecord } from '../support/histories.ts';
 
 /**
  * Redemption end to end: API -> redemption workflow -> gateway simulator (Pix transfer, the
@@ -27,45 +23,18 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function fund(wallet: TestWallet, amount: string) {
-  const response = await h.t.app.inject({
-    method: 'POST',
-    url: '/api/v1/balance/deposit',
-    headers: { ...h.admin, 'idempotency-key': randomUUID() },
-    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-  });
-  expect(response.statusCode).toBe(200);
-}
-
 async function balance(wallet: TestWallet | string) {
   const owner = typeof wallet === 'string' ? wallet : wallet.pubkey;
   return (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${owner}` })).json();
 }
 
-/** Replays a finished workflow's history against the current code and, on request, records it. */
-async function record(workflowId: string, name: string): Promise<void> {
-  const history = await h.t.temporal.workflow.getHandle(workflowId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-    writeFileSync(fileURLToPath(new URL(`../workflows/histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
-}
-
 const redeem = (body: object) => h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: body });
-
-async function issued(issuer: TestWallet, amountMinor: bigint): Promise<Plc> {
-  const plc = issue(issuer, { amountMinor });
-  const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
-  expect(response.statusCode).toBe(200);
-  return plc;
-}
 
 describe('redemption through the gateway', () => {
   it('issue, three offline hops, redeem: SETTLED, PLC REDEEMED, balances as the money model says, one transfer', async () => {
     const [a, b, c, d] = [newWallet(), newWallet(), newWallet(), newWallet()];
-    await fund(a, '100.00');
-    const plc0 = await issued(a, 2500n);
+    await h.t.deposit(a.pubkey, '100.00');
+    const plc0 = await h.t.issuePlc(a, 2500n, device);
     const plc3 = hop(hop(hop(plc0, a, b), b, c), c, d);
     const response = await redeem(redeemBody(plc3, d, pixKey));
     expect(response.statusCode).toBe(200);
@@ -89,7 +58,7 @@ describe('redemption through the gateway', () => {
     // Its BusinessStatus search attribute says so too (behind a patch: see workflows/plc.ts).
     const plcWorkflow = await h.t.temporal.workflow.getHandle(`plc-${plc0.commitment.tokenId}`).describe();
     expect(plcWorkflow.typedSearchAttributes.get(businessStatusKey)).toBe('REDEEMED');
-    await record(`plc-${plc0.commitment.tokenId}`, 'plc-redeemed');
+    await replayAndRecord(h.t.temporal, `plc-${plc0.commitment.tokenId}`, 'plc-redeemed');
     expect(await balance(d)).toMatchObject({ available: '0.00', pending: '0.00' });
     expect(await balance(a)).toMatchObject({ available: '75.00', promised: '0.00' });
     expect(await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')).toBe(-10000n + 2500n);
@@ -103,13 +72,13 @@ describe('redemption through the gateway', () => {
     const transactions = (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${d.pubkey}/transactions` })).json();
     expect(transactions.map((tx: { tx_type: string }) => tx.tx_type).sort()).toEqual(['REDEEM_REQUESTED', 'REDEEM_SETTLED']);
     expect(await findViolations(h.t.db.pool)).toEqual([]);
-    await record(opened.workflow_id, 'redemption-settled');
+    await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-settled');
     // This redemption's DONE event; its webhook workflow may still be recording its own end.
     const event = await h.t.db.pool.query(`SELECT event_id FROM webhook_inbox WHERE event_type = 'TRANSFER_DONE' AND raw_body::jsonb -> 'transfer' ->> 'id' = $1`, [
       transfers[0]?.id,
     ]);
     expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.rows[0].event_id}`).result()).toBe('PROCESSED');
-    await record(`webhook-gateway-${event.rows[0].event_id}`, 'webhook-event-processed');
+    await replayAndRecord(h.t.temporal, `webhook-gateway-${event.rows[0].event_id}`, 'webhook-event-processed');
     const listed = (await h.t.app.inject({ method: 'GET', url: '/api/v1/admin/redemptions?status=SETTLED', headers: h.admin })).json();
     expect(listed.some((r: { redemption_id: string }) => r.redemption_id === opened.redemption_id)).toBe(true);
     expect((await h.t.app.inject({ method: 'GET', url: '/api/v1/admin/redemptions' })).statusCode).toBe(401);
@@ -117,8 +86,8 @@ describe('redemption through the gateway', () => {
 
   it('a redemption row whose opening update was lost is adopted by a run that got no update, and paid once', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '10.00');
-    const plc0 = await issued(a, 700n);
+    await h.t.deposit(a.pubkey, '10.00');
+    const plc0 = await h.t.issuePlc(a, 700n, device);
     const response = await redeem(redeemBody(hop(plc0, a, b), b, pixKey));
     expect(response.statusCode).toBe(200);
     const { workflow_id: workflowId, redemption_id: redemptionId } = response.json();
@@ -141,8 +110,8 @@ describe('redemption through the gateway', () => {
 
   it('the same PLC redeemed concurrently through two forks by many requests pays out exactly once', async () => {
     const [a, b, m, n] = [newWallet(), newWallet(), newWallet(), newWallet()];
-    await fund(a, '10.00');
-    const plc0 = await issued(a, 700n);
+    await h.t.deposit(a.pubkey, '10.00');
+    const plc0 = await h.t.issuePlc(a, 700n, device);
     const plc1 = hop(plc0, a, b);
     // b spends the same state twice, offline: two forks, each held by a different bearer.
     const forkM = hop(plc1, b, m);
@@ -167,8 +136,8 @@ describe('redemption through the gateway', () => {
 
   it('a transfer refused at validation fails the redemption and reverts the PLC, which can be redeemed again', async () => {
     const [a, b] = [newWallet(), newWallet()];
-    await fund(a, '10.00');
-    const plc0 = await issued(a, 300n);
+    await h.t.deposit(a.pubkey, '10.00');
+    const plc0 = await h.t.issuePlc(a, 300n, device);
     const plc1 = hop(plc0, a, b);
     // A transfer whose amount the validation will not recognise: tamper the expected amount.
     const response = await redeem(redeemBody(plc1, b, pixKey));
@@ -177,7 +146,7 @@ describe('redemption through the gateway', () => {
     await h.t.db.pool.query(`UPDATE redemptions SET destination = 'someone-else@example.com' WHERE id = $1`, [opened.redemption_id]);
     const result = await h.t.temporal.workflow.getHandle(opened.workflow_id).result();
     expect(result).toMatchObject({ status: 'FAILED' });
-    await record(opened.workflow_id, 'redemption-failed-validation');
+    await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-failed-validation');
     const status = (await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/status` })).json();
     expect(status).toMatchObject({ status: 'TRANSFERRED', redemption_in_flight: false });
     // The PLC's workflow was told (it keeps running: the PLC can be redeemed again).
@@ -195,8 +164,8 @@ describe('redemption through the gateway', () => {
 
   it('refuses a redeem signed by a former bearer, with a stale timestamp, or to an invalid Pix key', async () => {
     const [a, b, c] = [newWallet(), newWallet(), newWallet()];
-    await fund(a, '10.00');
-    const plc0 = await issued(a, 100n);
+    await h.t.deposit(a.pubkey, '10.00');
+    const plc0 = await h.t.issuePlc(a, 100n, device);
     const plc1 = hop(plc0, a, b);
     const plc2 = hop(plc1, b, c);
     await h.t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(plc2) } });

@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { temporalCliJson } from '../support/temporal-cli.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { hop, newWallet } from '../support/wallet.ts';
+import { replayAndRecord } from '../support/histories.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * An operator's retry of a settlement, through the gateway simulator: a payout whose webhook
@@ -31,22 +29,11 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function fund(wallet: TestWallet, amount: string) {
-  const response = await h.t.app.inject({
-    method: 'POST',
-    url: '/api/v1/balance/deposit',
-    headers: { ...h.admin, 'idempotency-key': randomUUID() },
-    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-  });
-  expect(response.statusCode).toBe(200);
-}
-
 /** Issues a PLC, hands it on, and opens its redemption: the redemption's answer. */
 async function openRedemption(amountMinor: bigint): Promise<{ redemption_id: string; workflow_id: string; token_id: string }> {
   const [a, b] = [newWallet(), newWallet()];
-  await fund(a, '100.00');
-  const plc = issue(a, { amountMinor });
-  expect((await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
+  await h.t.deposit(a.pubkey, '100.00');
+  const plc = await h.t.issuePlc(a, amountMinor, device);
   const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(hop(plc, a, b), b, pixKey) });
   expect(response.statusCode).toBe(200);
   return response.json();
@@ -58,32 +45,13 @@ const detail = async (redemptionId: string) =>
   (await h.t.app.inject({ method: 'GET', url: `/api/v1/admin/redemptions/${redemptionId}`, headers: h.admin })).json();
 const transfersOf = (redemptionId: string) => h.simulator.state.snapshot(1000).transfers.filter((transfer) => transfer.externalReference === redemptionId);
 
-async function until<T>(check: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-async function record(workflowId: string, name: string): Promise<void> {
-  const history = await h.t.temporal.workflow.getHandle(workflowId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-    writeFileSync(fileURLToPath(new URL(`../workflows/histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
-}
-
 describe('retrying a settlement', () => {
   it('a payout whose webhook never comes, retried by two admins at once: one transfer, one settlement, the ledger clean', async () => {
     h.simulator.faults.update({ dropWebhookRate: 1 });
     try {
       const opened = await openRedemption(1500n);
       // The gateway pays out; its webhook is lost.
-      await until(() => (transfersOf(opened.redemption_id)[0]?.status === 'DONE' ? true : undefined));
+      await waitFor(() => transfersOf(opened.redemption_id)[0]?.status === 'DONE', { what: 'the payout to be DONE', timeoutMs: 20_000, intervalMs: 100 });
       const early = await retry(opened.redemption_id, h.admin, 'too early');
       expect(early.statusCode).toBe(409);
       expect(early.json()).toMatchObject({ code: 'REDEMPTION_NOT_STALLED', details: { retryable_at: expect.any(String) } });
@@ -120,7 +88,7 @@ describe('retrying a settlement', () => {
       const history = await h.t.temporal.workflow.getHandle(opened.workflow_id).fetchHistory();
       const updates = (history.events ?? []).filter((event) => event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'retrySettlement');
       expect(updates.length).toBeGreaterThanOrEqual(1);
-      await record(opened.workflow_id, 'redemption-retried-settled');
+      await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-retried-settled');
       // Retrying it again is a 409 at once.
       expect((await retry(opened.redemption_id, h.admin, 'once more')).json()).toMatchObject({ code: 'REDEMPTION_ALREADY_SETTLED' });
     } finally {
@@ -132,7 +100,7 @@ describe('retrying a settlement', () => {
     h.simulator.state.setBalance(0n);
     try {
       const opened = await openRedemption(800n);
-      await until(async () => ((await detail(opened.redemption_id)).payout_error !== null ? true : undefined));
+      await waitFor(async () => (await detail(opened.redemption_id)).payout_error !== null, { what: 'the payout to be refused', timeoutMs: 20_000, intervalMs: 100 });
       const stuck = await detail(opened.redemption_id);
       expect(stuck).toMatchObject({ status: 'PENDING_PAYMENT', gateway_status: 'REFUSED:insufficient_balance', payout_attempt: 1 });
       // Retried before the balance is fixed: a new attempt, refused again, still waiting.
@@ -157,7 +125,7 @@ describe('retrying a settlement', () => {
         [2, 'REFUSED:insufficient_balance'],
       ]);
       expect(await findViolations(h.t.db.pool)).toEqual([]);
-      await record(opened.workflow_id, 'redemption-refused-retried-settled');
+      await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-refused-retried-settled');
     } finally {
       h.simulator.state.setBalance(100_000_000n);
     }

@@ -23,6 +23,21 @@ let customerId: string;
 let seq = 0;
 const unique = (prefix: string): string => `${prefix}-${Date.now().toString(36)}-${(seq += 1)}`;
 
+/** A charge to this file's customer under a new idempotency key and reference. */
+function newCharge(billingType: 'PIX' | 'BOLETO', amountMinor: bigint, dueDate: string = dueInDays(1)) {
+  return client.createPayment({ idempotencyKey: unique('charge'), customerId, billingType, amountMinor, dueDate, externalReference: unique('redemption') });
+}
+
+/**
+ * A payout of 1.00 whose validation (test/gateway/receiver.ts answers by the reference's prefix)
+ * cancels it: the transfer, once its TRANSFER_CANCELLED event has arrived.
+ */
+async function cancelledPayout(referencePrefix: 'refuse' | 'fail', pixAddressKey: string, pixAddressKeyType: 'PHONE' | 'EVP') {
+  const transfer = await client.createTransfer({ idempotencyKey: unique('payout'), amountMinor: 100n, pixAddressKey, pixAddressKeyType, externalReference: unique(referencePrefix) });
+  await receiver.waitFor(() => receiver.events().some((e) => e.event === 'TRANSFER_CANCELLED' && e.transfer?.id === transfer.id), 3_000, 'TRANSFER_CANCELLED');
+  return transfer;
+}
+
 async function expectGatewayError(promise: Promise<unknown>): Promise<GatewayError> {
   const error = await promise.then(
     () => null,
@@ -104,14 +119,7 @@ describe('gateway client: customers and charges', () => {
   });
 
   it('creates a BOLETO charge and returns its 47-digit digitable line', async () => {
-    const payment = await client.createPayment({
-      idempotencyKey: unique('boleto'),
-      customerId,
-      billingType: 'BOLETO',
-      amountMinor: 1234567890n,
-      dueDate: dueInDays(3),
-      externalReference: unique('redemption'),
-    });
+    const payment = await newCharge('BOLETO', 1234567890n, dueInDays(3));
     expect(payment).toMatchObject({ status: 'PENDING', billingType: 'BOLETO', amountMinor: 1234567890n });
     const line = await client.getBoletoIdentificationField(payment.id);
     expect(line.identificationField).toMatch(/^\d{47}$/);
@@ -164,26 +172,12 @@ describe('gateway client: customers and charges', () => {
   });
 
   it('cancels a pending charge (idempotently) and refuses to cancel a paid one', async () => {
-    const payment = await client.createPayment({
-      idempotencyKey: unique('cancel'),
-      customerId,
-      billingType: 'PIX',
-      amountMinor: 100n,
-      dueDate: dueInDays(1),
-      externalReference: unique('redemption'),
-    });
+    const payment = await newCharge('PIX', 100n);
     expect(await client.cancelPayment(payment.id)).toEqual({ id: payment.id, deleted: true });
     expect(await client.cancelPayment(payment.id)).toEqual({ id: payment.id, deleted: true });
     expect(await client.getPayment(payment.id)).toMatchObject({ status: 'DELETED', deleted: true });
 
-    const paid = await client.createPayment({
-      idempotencyKey: unique('paid'),
-      customerId,
-      billingType: 'PIX',
-      amountMinor: 100n,
-      dueDate: dueInDays(1),
-      externalReference: unique('redemption'),
-    });
+    const paid = await newCharge('PIX', 100n);
     await control(baseUrl, 'POST', `/sim/payments/${paid.id}/pay`);
     const refused = await expectGatewayError(client.cancelPayment(paid.id));
     expect(refused).toMatchObject({ status: 400, code: 'invalid_action', retryable: false });
@@ -193,14 +187,7 @@ describe('gateway client: customers and charges', () => {
   });
 
   it('lists charges by status in bounded pages', async () => {
-    const overdue = await client.createPayment({
-      idempotencyKey: unique('overdue'),
-      customerId,
-      billingType: 'BOLETO',
-      amountMinor: 2500n,
-      dueDate: dueInDays(0),
-      externalReference: unique('redemption'),
-    });
+    const overdue = await newCharge('BOLETO', 2500n, dueInDays(0));
     await control(baseUrl, 'POST', `/sim/payments/${overdue.id}/overdue`);
     const page = await client.listPayments({ status: 'OVERDUE', limit: 100 });
     expect(page.items.map((p) => p.id)).toContain(overdue.id);
@@ -217,14 +204,7 @@ describe('gateway client: money on the wire', () => {
   it('sends and reads 0.10 + 0.20 as exactly 0.30', async () => {
     const amountMinor = 10n + 20n;
     sentBodies.length = 0;
-    const payment = await client.createPayment({
-      idempotencyKey: unique('cents'),
-      customerId,
-      billingType: 'PIX',
-      amountMinor,
-      dueDate: dueInDays(1),
-      externalReference: unique('redemption'),
-    });
+    const payment = await newCharge('PIX', amountMinor);
     expect(sentBodies.at(-1)).toContain('"value":0.3,');
     expect(sentBodies.at(-1)).not.toContain('0.30000000000000004');
     expect(payment.amountMinor).toBe(30n);
@@ -277,16 +257,7 @@ describe('gateway client: errors', () => {
   });
 
   it('maps gateway validation errors to non-retryable errors', async () => {
-    const pastDue = await expectGatewayError(
-      client.createPayment({
-        idempotencyKey: unique('past'),
-        customerId,
-        billingType: 'PIX',
-        amountMinor: 100n,
-        dueDate: '2020-01-01',
-        externalReference: unique('redemption'),
-      }),
-    );
+    const pastDue = await expectGatewayError(newCharge('PIX', 100n, '2020-01-01'));
     expect(pastDue).toMatchObject({ status: 400, code: 'invalid_dueDate', retryable: false });
     expect(pastDue.errors[0]?.description).toMatch(/past/);
 
@@ -427,35 +398,13 @@ describe('gateway client: transfers and validation', () => {
   });
 
   it('REFUSED: the transfer is CANCELLED at once with the reason', async () => {
-    const transfer = await client.createTransfer({
-      idempotencyKey: unique('payout'),
-      amountMinor: 100n,
-      pixAddressKey: '+5511987654321',
-      pixAddressKeyType: 'PHONE',
-      externalReference: unique('refuse'),
-    });
-    await receiver.waitFor(
-      () => receiver.events().some((e) => e.event === 'TRANSFER_CANCELLED' && e.transfer?.id === transfer.id),
-      3_000,
-      'TRANSFER_CANCELLED',
-    );
+    const transfer = await cancelledPayout('refuse', '+5511987654321', 'PHONE');
     expect(await client.getTransfer(transfer.id)).toMatchObject({ status: 'CANCELLED', failReason: 'limit exceeded for this key' });
     expect(receiver.validations().filter((v) => (v.body.transfer as { id: string }).id === transfer.id)).toHaveLength(1);
   });
 
   it('three failed validation attempts cancel the transfer', async () => {
-    const transfer = await client.createTransfer({
-      idempotencyKey: unique('payout'),
-      amountMinor: 100n,
-      pixAddressKey: '7d9f0335-8dcc-4054-9bf9-0dbd61d36906',
-      pixAddressKeyType: 'EVP',
-      externalReference: unique('fail'),
-    });
-    await receiver.waitFor(
-      () => receiver.events().some((e) => e.event === 'TRANSFER_CANCELLED' && e.transfer?.id === transfer.id),
-      3_000,
-      'TRANSFER_CANCELLED',
-    );
+    const transfer = await cancelledPayout('fail', '7d9f0335-8dcc-4054-9bf9-0dbd61d36906', 'EVP');
     const attempts = receiver.validations().filter((v) => (v.body.transfer as { id: string }).id === transfer.id);
     expect(attempts).toHaveLength(3);
     const cancelled = await client.getTransfer(transfer.id);
@@ -524,15 +473,8 @@ describe('gateway client: listing transfers', () => {
 });
 
 describe('gateway client: webhooks and fault injection', () => {
-  async function paidCharge(reference: string): Promise<string> {
-    const payment = await client.createPayment({
-      idempotencyKey: unique('charge'),
-      customerId,
-      billingType: 'PIX',
-      amountMinor: 990n,
-      dueDate: dueInDays(1),
-      externalReference: reference,
-    });
+  async function paidCharge(): Promise<string> {
+    const payment = await newCharge('PIX', 990n);
     await control(baseUrl, 'POST', `/sim/payments/${payment.id}/pay`);
     return payment.id;
   }
@@ -540,7 +482,7 @@ describe('gateway client: webhooks and fault injection', () => {
   const eventsFor = (paymentId: string) => receiver.events().filter((e) => e.payment?.id === paymentId);
 
   it('sends RECEIVED then CONFIRMED with the token, and they classify as payment events', async () => {
-    const paymentId = await paidCharge(unique('redemption'));
+    const paymentId = await paidCharge();
     await receiver.waitFor(() => eventsFor(paymentId).length === 3, 15_000, 'three payment events');
     expect(eventsFor(paymentId).map((e) => e.event)).toEqual(['PAYMENT_CREATED', 'PAYMENT_RECEIVED', 'PAYMENT_CONFIRMED']);
     const raw = receiver.requests.find((r) => (r.body.payment as { id?: string } | undefined)?.id === paymentId && r.body.event === 'PAYMENT_RECEIVED');
@@ -551,7 +493,7 @@ describe('gateway client: webhooks and fault injection', () => {
 
   it('delivers duplicated webhooks n times with the same event id', async () => {
     await control(baseUrl, 'POST', '/sim/faults', { duplicateWebhooks: 3 });
-    const paymentId = await paidCharge(unique('redemption'));
+    const paymentId = await paidCharge();
     await receiver.waitFor(() => eventsFor(paymentId).length === 9, 15_000, 'nine deliveries');
     const received = eventsFor(paymentId).filter((e) => e.event === 'PAYMENT_RECEIVED');
     expect(received).toHaveLength(3);
@@ -560,7 +502,7 @@ describe('gateway client: webhooks and fault injection', () => {
 
   it('does not deliver dropped webhooks', async () => {
     await control(baseUrl, 'POST', '/sim/faults', { dropWebhookRate: 1 });
-    const paymentId = await paidCharge(unique('redemption'));
+    const paymentId = await paidCharge();
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(eventsFor(paymentId)).toEqual([]);
     const state = await control(baseUrl, 'GET', '/sim/state?limit=1000');
@@ -570,7 +512,7 @@ describe('gateway client: webhooks and fault injection', () => {
 
   it('reorders webhooks: CONFIRMED arrives before RECEIVED', async () => {
     await control(baseUrl, 'POST', '/sim/faults', { reorderWebhooks: true, reorderWindowMs: 100 });
-    const paymentId = await paidCharge(unique('redemption'));
+    const paymentId = await paidCharge();
     await receiver.waitFor(() => eventsFor(paymentId).length === 3, 15_000, 'three payment events');
     const order = eventsFor(paymentId).map((e) => e.event);
     expect(order.indexOf('PAYMENT_CONFIRMED')).toBeLessThan(order.indexOf('PAYMENT_RECEIVED'));

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +7,7 @@ import { createSimulator, type Simulator, type SimulatorOptions } from '../../si
 import { waitFor } from '../support/wait.ts';
 import { buildBoleto } from '../../simulator/documents.ts';
 import { control, dueInDays, startReceiver, type Receiver } from '../gateway/receiver.ts';
+import { listeningUrl, spawnSimulator } from '../support/simulator-process.ts';
 
 /**
  * The simulator with a state file (SIMULATOR_STATE_FILE, as npm start runs it): charges,
@@ -17,7 +17,6 @@ import { control, dueInDays, startReceiver, type Receiver } from '../gateway/rec
  */
 
 const apiKey = 'persist-key';
-const root = path.resolve(import.meta.dirname, '../..');
 let dir = '';
 const open: Simulator[] = [];
 const receivers: Receiver[] = [];
@@ -58,19 +57,25 @@ const transferInput = (reference: string) => ({
   externalReference: reference,
 });
 
+/** A customer's charge, created and paid on the simulator (its control endpoint): the charge. */
+async function paidCharge(started: { client: GatewayClient; baseUrl: string }, reference: string, billingType: 'PIX' | 'BOLETO', amountMinor: bigint) {
+  const customer = await started.client.createCustomer({ idempotencyKey: `customer:${reference}`, name: 'Payer', externalReference: reference });
+  const payment = await started.client.createPayment({
+    idempotencyKey: `charge:${reference}`,
+    customerId: customer.id,
+    billingType,
+    amountMinor,
+    dueDate: dueInDays(1),
+    externalReference: reference,
+  });
+  await control(started.baseUrl, 'POST', `/sim/payments/${payment.id}/pay`);
+  return payment;
+}
+
 describe('simulator state file', () => {
   it('keeps charges, transfers, idempotency keys and the balance across a restart', async () => {
     const first = await start();
-    const customer = await first.client.createCustomer({ idempotencyKey: 'customer:1', name: 'Payer', externalReference: 'c1' });
-    const payment = await first.client.createPayment({
-      idempotencyKey: 'charge:1',
-      customerId: customer.id,
-      billingType: 'BOLETO',
-      amountMinor: 5_000n,
-      dueDate: dueInDays(2),
-      externalReference: 'charge-1',
-    });
-    await control(first.baseUrl, 'POST', `/sim/payments/${payment.id}/pay`);
+    const payment = await paidCharge(first, 'charge-1', 'BOLETO', 5_000n);
     const transfer = await first.client.createTransfer(transferInput('payout-1'));
     const done = await waitFor(async () => {
       const now = await first.client.getTransfer(transfer.id);
@@ -100,16 +105,7 @@ describe('simulator state file', () => {
     const down = await receiver();
     down.webhookAnswer = () => ({ status: 503 });
     const first = await start({ webhookUrl: `${down.url}/webhook`, webhookRetryBaseMs: 20, webhookRetryMaxMs: 50, webhookInterruptAfterFailures: 100 });
-    const customer = await first.client.createCustomer({ idempotencyKey: 'customer:q', name: 'Payer', externalReference: 'q' });
-    const payment = await first.client.createPayment({
-      idempotencyKey: 'charge:q',
-      customerId: customer.id,
-      billingType: 'PIX',
-      amountMinor: 1_000n,
-      dueDate: dueInDays(1),
-      externalReference: 'q',
-    });
-    await control(first.baseUrl, 'POST', `/sim/payments/${payment.id}/pay`);
+    await paidCharge(first, 'q', 'PIX', 1_000n);
     await waitFor(() => down.events().length >= 2, { what: 'two failed delivery attempts' });
     const refused = new Set(down.events().map((event) => event.id));
     await stop(first.simulator);
@@ -153,33 +149,15 @@ describe('simulator state file', () => {
   it('has kept what it answered when the process is killed with SIGKILL', async () => {
     const file = path.join(dir, 'killed.sqlite');
     const run = async (): Promise<{ url: string; kill: () => Promise<void> }> => {
-      const child = spawn(process.execPath, ['simulator/main.ts'], {
-        cwd: root,
-        env: { ...process.env, SIMULATOR_PORT: '0', SIMULATOR_API_KEY: apiKey, SIMULATOR_WEBHOOK_URL: 'off', SIMULATOR_VALIDATION_URL: 'off', SIMULATOR_STATE_FILE: file },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout.on('data', (chunk: Buffer) => {
-        output += chunk.toString('utf8');
-      });
-      child.stderr.on('data', (chunk: Buffer) => {
-        output += chunk.toString('utf8');
-      });
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      const simulator = spawnSimulator({ SIMULATOR_PORT: '0', SIMULATOR_API_KEY: apiKey, SIMULATOR_WEBHOOK_URL: 'off', SIMULATOR_VALIDATION_URL: 'off', SIMULATOR_STATE_FILE: file });
+      const kill = async (): Promise<void> => {
+        simulator.child.kill('SIGKILL');
+        await simulator.exited;
+      };
       try {
-        const url = await waitFor(() => /"url":"(http:\/\/[^"]+)".*gateway simulator listening/.exec(output)?.[1], {
-          what: 'the simulator process to listen',
-          describe: () => output.slice(-500),
-        });
-        return {
-          url,
-          kill: async () => {
-            child.kill('SIGKILL');
-            await exited;
-          },
-        };
+        return { url: await listeningUrl(simulator), kill };
       } catch (error) {
-        child.kill('SIGKILL');
+        simulator.child.kill('SIGKILL');
         throw error;
       }
     };

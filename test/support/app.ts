@@ -13,6 +13,8 @@ import { createGatewayClient } from '../../gateway/index.ts';
 import { pinResetMailFromConfig } from '../../activities/security.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { observeStatuses } from './documented-statuses.ts';
+import { issue, plcToJson, type TestWallet } from './wallet.ts';
+import type { Plc } from '../../src/protocol/index.ts';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -28,6 +30,8 @@ export interface TestApp {
   adminHeaders(role?: AdminRole): Promise<Record<string, string>>;
   /** An admin deposit through the API (needs a worker: it is booked by a deposit workflow); throws unless 200. */
   deposit(ownerId: string, amount: string, currency?: string): Promise<void>;
+  /** Issues a PLC of `amountMinor` (BRL) from `issuer` and registers it through the API from this device; throws unless 200. */
+  issuePlc(issuer: TestWallet, amountMinor: bigint, device: Record<string, string>): Promise<Plc>;
   close(): Promise<void>;
 }
 
@@ -126,6 +130,12 @@ export async function createTestApp(overrides: Record<string, string> = {}, opti
         payload: { owner_id: ownerId, amount, currency },
       });
       if (response.statusCode !== 200) throw new Error(`deposit of ${amount} ${currency} to ${ownerId} answered ${response.statusCode}: ${response.body}`);
+    },
+    async issuePlc(issuer: TestWallet, amountMinor: bigint, device: Record<string, string>) {
+      const plc = issue(issuer, { amountMinor });
+      const response = await app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
+      if (response.statusCode !== 200) throw new Error(`creating a PLC of ${amountMinor} answered ${response.statusCode}: ${response.body}`);
+      return plc;
     },
     async stopWorkers() {
       for (const entry of workers.splice(0)) {

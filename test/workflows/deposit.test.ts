@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withDomainErrors } from '../../services/temporal.ts';
 import { bookDepositUpdate, depositWorkflow } from '../../workflows/deposit.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
+import { replayAndRecord } from '../support/histories.ts';
 
 /**
  * The slice every money operation follows, end to end against the real dev server and a real
@@ -25,16 +23,21 @@ afterAll(async () => {
   await t?.close();
 });
 
+/** An admin deposit through the API under this Idempotency-Key. */
+function deposit(key: string, ownerId: string, amount: string, currency = 'BRL') {
+  return t.app.inject({
+    method: 'POST',
+    url: '/api/v1/balance/deposit',
+    headers: { ...admin, 'idempotency-key': key },
+    payload: { owner_id: ownerId, amount, currency },
+  });
+}
+
 describe('deposit workflow', () => {
   it('books through the worker and shows in `temporal workflow list` with its search attributes', async () => {
     const key = `wf-${randomUUID()}`;
     const ownerId = `owner-${randomUUID().slice(0, 8)}`;
-    const response = await t.app.inject({
-      method: 'POST',
-      url: '/api/v1/balance/deposit',
-      headers: { ...admin, 'idempotency-key': key },
-      payload: { owner_id: ownerId, amount: '42.00', currency: 'USD' },
-    });
+    const response = await deposit(key, ownerId, '42.00', 'USD');
     expect(response.statusCode).toBe(200);
     expect(response.json()).toMatchObject({ available: '42.00', currency: 'USD' });
 
@@ -60,27 +63,16 @@ describe('deposit workflow', () => {
       expect.arrayContaining(['OwnerId', 'ReferenceId', 'BusinessStatus']),
     );
 
-    const history = await t.temporal.workflow.getHandle(workflowId).fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-    if (process.env.RECORD_HISTORIES === '1') {
-      const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-      writeFileSync(fileURLToPath(new URL('./histories/deposit-booked.json', import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-    }
+    await replayAndRecord(t.temporal, workflowId, 'deposit-booked');
   });
 
   it('answers a replay, even after the Idempotency-Key window, without another workflow run', async () => {
     const key = `wf-${randomUUID()}`;
     await t.db.pool.query(`INSERT INTO ledger_accounts (owner_id, kind, status) VALUES ('frozen-owner', 'user', 'FROZEN')
                            ON CONFLICT DO NOTHING`);
-    const deposit = (amount: string) =>
-      t.app.inject({
-        method: 'POST',
-        url: '/api/v1/balance/deposit',
-        headers: { ...admin, 'idempotency-key': key },
-        payload: { owner_id: 'frozen-owner', amount, currency: 'BRL' },
-      });
+    const depositToFrozen = (amount: string) => deposit(key, 'frozen-owner', amount);
     // Deposits credit; a frozen account can still receive.
-    const first = await deposit('1.00');
+    const first = await depositToFrozen('1.00');
     expect(first.statusCode).toBe(200);
     expect(first.json()).toMatchObject({ status: 'FROZEN', available: '1.00' });
     const workflow = t.temporal.workflow.getHandle(`deposit-${key}`);
@@ -88,18 +80,18 @@ describe('deposit workflow', () => {
     const { runId } = await workflow.describe();
 
     // The same key with another deposit is refused at the edge.
-    const reused = await deposit('2.00');
+    const reused = await depositToFrozen('2.00');
     expect(reused.statusCode).toBe(422);
     expect(reused.json().detail[0]).toMatchObject({ loc: ['header', 'idempotency-key'], type: 'IDEMPOTENCY_KEY_REUSED' });
     // Past the window the stored answer is gone; the booking answers instead (the current
     // balance, not marked replayed), and another deposit under the key is still refused.
     await t.db.pool.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE scope = 'deposit' AND key = $1`, [key]);
-    const late = await deposit('1.00');
+    const late = await depositToFrozen('1.00');
     expect(late.statusCode).toBe(200);
     expect(late.headers['x-idempotency-replayed']).toBeUndefined();
     expect(late.json()).toMatchObject({ status: 'FROZEN', available: '1.00' });
     await t.db.pool.query(`UPDATE idempotency_records SET expires_at = now() - interval '1 second' WHERE scope = 'deposit' AND key = $1`, [key]);
-    expect((await deposit('2.00')).statusCode).toBe(422);
+    expect((await depositToFrozen('2.00')).statusCode).toBe(422);
     expect((await workflow.describe()).runId).toBe(runId);
     const balance = await t.app.inject({ method: 'GET', url: '/api/v1/balance/frozen-owner' });
     expect(balance.json()).toMatchObject({ available: '1.00' });
@@ -108,12 +100,7 @@ describe('deposit workflow', () => {
   it('refuses in the workflow what the ledger refuses, books nothing and ends the run REFUSED', async () => {
     const key = `wf-${randomUUID()}`;
     const ownerId = `owner-${randomUUID().slice(0, 8)}`;
-    const booked = await t.app.inject({
-      method: 'POST',
-      url: '/api/v1/balance/deposit',
-      headers: { ...admin, 'idempotency-key': key },
-      payload: { owner_id: ownerId, amount: '1.00', currency: 'BRL' },
-    });
+    const booked = await deposit(key, ownerId, '1.00');
     expect(booked.statusCode).toBe(200);
     await t.temporal.workflow.getHandle(`deposit-${key}`).result();
     // A run started behind the API's back with another amount under the same key: the ledger

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { latestLedgerCheck } from '../../db/ops-stats.ts';
 import { ensureLedgerCheckSchedule } from '../../worker/schedules.ts';
 import { ledgerCheckWorkflow } from '../../workflows/ledger-check.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
-import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
+import { eventually } from '../support/temporal-cli.ts';
+import { replayAndRecord } from '../support/histories.ts';
 
 /** The ledger check behind the stats dashboard's ledger section, and the schedule that runs it. */
 let t: TestApp;
@@ -30,12 +28,7 @@ describe('ledger check', () => {
     const check = await latestLedgerCheck(t.db.pool);
     expect(check).toMatchObject({ id: result.checkId, ok: true, source: `workflow ${workflowId}` });
     expect(check?.totals.some((row) => row.bucket === 'AVAILABLE' && row.user_minor === '500')).toBe(true);
-    const history = await t.temporal.workflow.getHandle(workflowId).fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-    if (process.env.RECORD_HISTORIES === '1') {
-      const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-      writeFileSync(fileURLToPath(new URL('./histories/ledger-check-ok.json', import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-    }
+    await replayAndRecord(t.temporal, workflowId, 'ledger-check-ok');
   });
 
   it('the schedule is created once, updated after, and starts the check on the worker\'s queue', async () => {

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workflowIds } from '../../workflows/ids.ts';
 import { limitReviewWorkflow, openLimitRequestUpdate } from '../../workflows/limit-review.ts';
 import { businessStatusKey, deviceIdKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
-import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
+import { eventually } from '../support/temporal-cli.ts';
 import { issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { replayAndRecord } from '../support/histories.ts';
 
 /**
  * The limit-review workflow (`limit-review-<request_id>`) against the dev server: approved and
@@ -28,15 +26,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-
-async function record(workflowId: string, name: string): Promise<void> {
-  const history = await t.temporal.workflow.getHandle(workflowId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-    writeFileSync(fileURLToPath(new URL(`./histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
-}
 
 async function ownerWithDevice(): Promise<{ wallet: TestWallet; deviceId: string }> {
   const wallet = newWallet();
@@ -77,7 +66,7 @@ describe('limit-review workflow', () => {
     expect(description.typedSearchAttributes.get(deviceIdKey)).toBe(deviceId);
     const { rows } = await t.db.pool.query('SELECT max_amount_minor::text, daily_limit_minor::text FROM plc_limit_overrides WHERE device_id = $1', [deviceId]);
     expect(rows).toEqual([{ max_amount_minor: '400000', daily_limit_minor: '1500000' }]);
-    await record(request.workflow_id, 'limit-review-approved');
+    await replayAndRecord(t.temporal, request.workflow_id, 'limit-review-approved');
   });
 
   it('rejected: BusinessStatus REJECTED, no override', async () => {
@@ -89,7 +78,7 @@ describe('limit-review workflow', () => {
     expect((await handle.describe()).typedSearchAttributes.get(businessStatusKey)).toBe('REJECTED');
     const { rows } = await t.db.pool.query('SELECT 1 FROM plc_limit_overrides WHERE device_id = $1', [deviceId]);
     expect(rows).toEqual([]);
-    await record(request.workflow_id, 'limit-review-rejected');
+    await replayAndRecord(t.temporal, request.workflow_id, 'limit-review-rejected');
   });
 
   it('expired: past its review deadline (an input) the request expires, and a decision then is a 409', async () => {
@@ -139,6 +128,6 @@ describe('limit-review workflow', () => {
     const late = await decide(requestId, { decision: 'APPROVE' });
     expect(late.statusCode).toBe(409);
     expect(late.json()).toMatchObject({ code: 'LIMIT_REQUEST_NOT_PENDING', details: { status: 'EXPIRED' } });
-    await record(workflowId, 'limit-review-expired');
+    await replayAndRecord(t.temporal, workflowId, 'limit-review-expired');
   });
 });

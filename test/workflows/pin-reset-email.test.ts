@@ -1,17 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from '../../infra/smtp-sink.ts';
 import { freePort } from '../../infra/temporal-dev-server.ts';
 import { pinResetCodeIn } from '../../src/security/pin-reset-email.ts';
 import { businessStatusKey, ownerIdKey } from '../../workflows/search-attributes.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
-import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
+import { eventually } from '../support/temporal-cli.ts';
+import { replayAndRecord } from '../support/histories.ts';
 
 /**
  * The PIN reset e-mail workflow (`pin-reset-email-<request_id>`) against the dev server: SENT and
@@ -39,15 +37,6 @@ afterAll(async () => {
 });
 
 const hex = (bytes: number): string => randomBytes(bytes).toString('hex');
-
-async function record(workflowId: string, name: string): Promise<void> {
-  const history = await t.temporal.workflow.getHandle(workflowId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-    writeFileSync(fileURLToPath(new URL(`./histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
-}
 
 function post(url: string, payload: Record<string, unknown>) {
   return t.app.inject({ method: 'POST', url: `/api/v1/security${url}`, payload });
@@ -88,7 +77,7 @@ describe('pin reset e-mail workflow', () => {
     const description = await t.temporal.workflow.getHandle(workflowId).describe();
     expect(description.typedSearchAttributes.get(businessStatusKey)).toBe('SENT');
     expect(description.typedSearchAttributes.get(ownerIdKey)).toBe(owner);
-    await record(workflowId, 'pin-reset-email-retried-sent');
+    await replayAndRecord(t.temporal, workflowId, 'pin-reset-email-retried-sent');
   });
 
   it('ends NO_MATCH, sending nothing, when the address is not the owner\'s', async () => {
@@ -101,6 +90,6 @@ describe('pin reset e-mail workflow', () => {
     expect(received.length).toBe(before);
     const stored = await t.db.pool.query('SELECT 1 FROM pin_reset_tokens WHERE owner_id = $1', [owner]);
     expect(stored.rowCount).toBe(0);
-    await record(workflowId, 'pin-reset-email-no-match');
+    await replayAndRecord(t.temporal, workflowId, 'pin-reset-email-no-match');
   });
 });

@@ -5,7 +5,7 @@ import { createTestApp, type TestApp } from '../support/app.ts';
 import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
 import { waitFor } from '../support/wait.ts';
 import { redeemBody } from '../support/settlement.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { hop, issue, newWallet, plcToJson } from '../support/wallet.ts';
 
 /**
  * The PLC status outbox (migration 9): a first hop queues TRANSFERRED in the statement that
@@ -26,15 +26,10 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function fund(wallet: TestWallet, amount: string): Promise<void> {
-  await t.deposit(wallet.pubkey, amount);
-}
-
 async function issuedAndHopped(): Promise<{ tokenId: string }> {
   const [issuer, bearer] = [newWallet(), newWallet()];
-  await fund(issuer, '10.00');
-  const plc = issue(issuer, { amountMinor: 100n });
-  expect((await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
+  await t.deposit(issuer.pubkey, '10.00');
+  const plc = await t.issuePlc(issuer, 100n, device);
   const moved = await t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(hop(plc, issuer, bearer)) } });
   expect(moved.statusCode).toBe(200);
   return { tokenId: plc.commitment.tokenId };
@@ -93,7 +88,7 @@ describe('PLC status outbox', () => {
 
   it('hops first registered by a redemption queue TRANSFERRED too (one writer of hops), and one poll signals the workflow', async () => {
     const [issuer, bearer] = [newWallet(), newWallet()];
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 100n });
     const tokenId = plc.commitment.tokenId;
     expect((await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);

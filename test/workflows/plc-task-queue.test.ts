@@ -29,8 +29,7 @@ describe('the PLC workflows task queue', () => {
   it('a PLC created through the API runs on the PLC queue, apart from the main one', async () => {
     const issuer = newWallet();
     await t.deposit(issuer.pubkey, '10.00');
-    const plc = issue(issuer, { amountMinor: 100n });
-    expect((await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
+    const plc = await t.issuePlc(issuer, 100n, device);
     const described = await t.temporal.workflow.getHandle(`plc-${plc.commitment.tokenId}`).describe();
     expect(plcTaskQueueOf(t.config)).toBe(`${t.taskQueue}-plc`);
     expect(described.taskQueue).toBe(plcTaskQueueOf(t.config));

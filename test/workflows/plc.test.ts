@@ -1,13 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { hop, issue, newWallet, plcToJson } from '../support/wallet.ts';
 import { businessStatusKey } from '../../workflows/search-attributes.ts';
+import { replayAndRecord } from '../support/histories.ts';
 
 /**
  * The PLC workflow against the real dev server: the durable expiry timer (shortened with
@@ -25,23 +22,10 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function fund(wallet: TestWallet, amount: string): Promise<void> {
-  await t.deposit(wallet.pubkey, amount);
-}
-
-async function record(workflowId: string, name: string): Promise<void> {
-  const history = await t.temporal.workflow.getHandle(workflowId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-    writeFileSync(fileURLToPath(new URL(`./histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
-}
-
 describe('plc workflow', () => {
   it('expires a transferred PLC when its timer fires, releasing PROMISED, and shows it in the UI search', async () => {
     const [issuer, bearer] = [newWallet(), newWallet()];
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 600n });
     const tokenId = plc.commitment.tokenId;
     expect((await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
@@ -67,12 +51,12 @@ describe('plc workflow', () => {
     });
     expect(listed).toHaveLength(1);
     expect(await findViolations(t.db.pool)).toEqual([]);
-    await record(`plc-${tokenId}`, 'plc-expired-after-transfer');
+    await replayAndRecord(t.temporal, `plc-${tokenId}`, 'plc-expired-after-transfer');
   });
 
   it('ends at once when cancelled, and a late expiry finds nothing to do', async () => {
     const issuer = newWallet();
-    await fund(issuer, '10.00');
+    await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 100n });
     const tokenId = plc.commitment.tokenId;
     await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
@@ -80,12 +64,12 @@ describe('plc workflow', () => {
     const cancelled = await t.app.inject({ method: 'POST', url: `/api/v1/plc/${tokenId}/cancel`, headers: device, payload: cancelBody(plc, issuer) });
     expect(cancelled.statusCode).toBe(200);
     expect(await t.temporal.workflow.getHandle(`plc-${tokenId}`).result()).toMatchObject({ status: 'CANCELLED' });
-    await record(`plc-${tokenId}`, 'plc-cancelled');
+    await replayAndRecord(t.temporal, `plc-${tokenId}`, 'plc-cancelled');
   });
 
   it('ends REFUSED, marked REFUSED, when the issue is refused', async () => {
     const issuer = newWallet();
-    await fund(issuer, '1.00');
+    await t.deposit(issuer.pubkey, '1.00');
     const plc = issue(issuer, { amountMinor: 500n });
     const tokenId = plc.commitment.tokenId;
     const refused = await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
@@ -93,7 +77,7 @@ describe('plc workflow', () => {
     const handle = t.temporal.workflow.getHandle(`plc-${tokenId}`);
     expect(await handle.result()).toEqual({ status: 'REFUSED', code: 'INSUFFICIENT_FUNDS' });
     expect((await handle.describe()).typedSearchAttributes.get(businessStatusKey)).toBe('REFUSED');
-    await record(`plc-${tokenId}`, 'plc-refused');
+    await replayAndRecord(t.temporal, `plc-${tokenId}`, 'plc-refused');
   });
 
   it('the expire-tokens sweep expires overdue PLCs once, with a risk flag each', async () => {
@@ -102,12 +86,7 @@ describe('plc workflow', () => {
       await slow.startWorker();
       const headers = await slow.adminHeaders();
       const issuer = newWallet();
-      await slow.app.inject({
-        method: 'POST',
-        url: '/api/v1/balance/deposit',
-        headers: { ...headers, 'idempotency-key': randomUUID() },
-        payload: { owner_id: issuer.pubkey, amount: '10.00', currency: 'BRL' },
-      });
+      await slow.deposit(issuer.pubkey, '10.00');
       const plcs = [issue(issuer, { amountMinor: 100n }), issue(issuer, { amountMinor: 200n }), issue(issuer, { amountMinor: 300n })];
       for (const plc of plcs) {
         await slow.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });

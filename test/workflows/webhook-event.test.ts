@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -8,7 +6,8 @@ import { createWebhookActivities } from '../../activities/webhooks.ts';
 import { getInboxEvent, storeInboxEvent } from '../../db/inbox.ts';
 import { webhookEventWorkflow } from '../../workflows/webhook-event.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
-import { temporalCliJson } from '../support/temporal-cli.ts';
+import { replayAndRecord } from '../support/histories.ts';
+import { transferEvent } from '../support/gateway-events.ts';
 
 /**
  * The webhook workflow's failure paths against the real dev server and a real database, with its
@@ -26,26 +25,8 @@ afterAll(async () => {
 });
 
 function transferDone(): { id: string; text: string } {
-  const id = `evt_${randomUUID()}`;
-  const body = {
-    id,
-    event: 'TRANSFER_DONE',
-    dateCreated: '2026-11-22 10:00:00',
-    transfer: {
-      object: 'transfer',
-      id: randomUUID(),
-      status: 'DONE',
-      value: 10,
-      netValue: 10,
-      transferFee: 0,
-      dateCreated: '2026-11-22',
-      pixAddressKey: 'payee@example.com',
-      pixAddressKeyType: 'EMAIL',
-      externalReference: randomUUID(),
-      failReason: null,
-    },
-  };
-  return { id, text: JSON.stringify(body) };
+  const body = transferEvent();
+  return { id: body.id, text: JSON.stringify(body) };
 }
 
 /** Events about nothing we know never reach the gateway: a read here is a bug. */
@@ -77,15 +58,6 @@ async function runWith(
   }
 }
 
-async function record(workflowId: string, name: string): Promise<void> {
-  const history = await t.temporal.workflow.getHandle(workflowId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-    writeFileSync(fileURLToPath(new URL(`./histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
-}
-
 describe('webhook event workflow', () => {
   it('ends DEAD with the error when routing fails for good, and a later run reprocesses the event', async () => {
     const event = transferDone();
@@ -101,7 +73,7 @@ describe('webhook event workflow', () => {
     const dead = await getInboxEvent(t.db.pool, row.id);
     expect(dead).toMatchObject({ status: 'DEAD' });
     expect(dead?.last_error).toMatch(/routing is broken/);
-    await record(workflowId, 'webhook-event-dead');
+    await replayAndRecord(t.temporal, workflowId, 'webhook-event-dead');
 
     // An operator's reprocessing: a new run of the same id, routing healthy again.
     const real = createWebhookActivities({ pool: t.db.pool, gateway: noGateway }).routeInboxEvent;

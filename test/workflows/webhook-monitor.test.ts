@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { requestBackoffRemoval } from '../../services/webhook-cooldown.ts';
 import { workflowIds } from '../../workflows/ids.ts';
 import { cooldownQuery, type BackoffRemovalResult } from '../../workflows/webhook-messages.ts';
 import { webhookMonitorWorkflow } from '../../workflows/webhook-monitor.ts';
 import { ensureWebhookMonitorSchedule } from '../../worker/schedules.ts';
-import { startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
+import { failGatewayWebhooksWhile, ownWebhookIds, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { eventually } from '../support/temporal-cli.ts';
+import { replayAndRecord } from '../support/histories.ts';
 
 /**
  * The webhook cooldown (`webhook-cooldown-<id>`) and the webhook monitor (the `webhook-monitor`
@@ -17,10 +15,7 @@ import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
  * real activities. Our webhook endpoint is made to fail by a hook the test adds to the service.
  */
 const cooldownMs = 1500;
-// Webhook ids of this file's own simulator: the cooldown workflows are named by them, on a dev server other files share.
-const hookSuffix = `_${randomUUID().slice(0, 8)}`;
-const gatewayHook = `wh_gateway${hookSuffix}`;
-const transferHook = `wh_transfer${hookSuffix}`;
+const { suffix: hookSuffix, gatewayHook, transferHook } = ownWebhookIds();
 let h: SettlementHarness;
 let failing = false;
 
@@ -36,16 +31,7 @@ beforeAll(async () => {
       webhookRetryBaseMs: 20,
       webhookRetryMaxMs: 100,
     },
-    {
-      beforeListen: (app) => {
-        app.addHook('onRequest', async (request, reply) => {
-          if (failing && request.url.startsWith('/api/v1/redemption/webhook/gateway')) {
-            return reply.code(503).send({ code: 'SERVICE_UNAVAILABLE', message: 'fault injected by the test' });
-          }
-          return undefined;
-        });
-      },
-    },
+    { beforeListen: failGatewayWebhooksWhile(() => failing) },
   );
 });
 afterEach(() => {
@@ -57,15 +43,6 @@ afterAll(async () => {
 
 function request(webhookId: string, requestedBy = 'test'): Promise<BackoffRemovalResult> {
   return requestBackoffRemoval(h.t.temporal, { taskQueue: h.t.taskQueue, cooldownMs, webhookId, requestedBy, source: 'admin' });
-}
-
-async function record(workflowId: string, runId: string | undefined, name: string): Promise<void> {
-  const history = await h.t.temporal.workflow.getHandle(workflowId, runId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId, ...(runId === undefined ? [] : ['--run-id', runId])]);
-    writeFileSync(fileURLToPath(new URL(`./histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
 }
 
 async function penaltyLog(webhookId: string): Promise<{ action: string; source: string; cooldown_until: Date | null }[]> {
@@ -111,7 +88,7 @@ describe('webhook-cooldown', () => {
     // The execution ends once its cooldown has passed.
     expect(await handle.result()).toEqual({ removals: 1, refusals: 1 });
     const { runId } = await handle.describe();
-    await record(workflowIds.webhookCooldown(gatewayHook), runId, 'webhook-cooldown-removed-refused');
+    await replayAndRecord(h.t.temporal, workflowIds.webhookCooldown(gatewayHook), 'webhook-cooldown-removed-refused', runId);
     expect(await request(gatewayHook)).toMatchObject({ kind: 'removed' });
     expect(spy.mock.calls.length - before).toBe(2);
     spy.mockRestore();
@@ -123,7 +100,7 @@ describe('webhook-cooldown', () => {
     await expect(request(id)).rejects.toMatchObject({ cause: expect.objectContaining({ type: 'WEBHOOK_NOT_FOUND' }) });
     const handle = h.t.temporal.workflow.getHandle(workflowIds.webhookCooldown(id));
     expect(await handle.result()).toEqual({ removals: 0, refusals: 0 });
-    await record(workflowIds.webhookCooldown(id), undefined, 'webhook-cooldown-not-found');
+    await replayAndRecord(h.t.temporal, workflowIds.webhookCooldown(id), 'webhook-cooldown-not-found');
     const operations = await h.t.db.pool.query(`SELECT status, error_code FROM operation_log WHERE reference_id = $1`, [id]);
     expect(operations.rows).toEqual([
       { status: 'REFUSED', error_code: 'WEBHOOK_NOT_FOUND' },
@@ -200,7 +177,7 @@ describe('webhook-monitor', () => {
         return queue !== undefined && queue.queued === 0 && !queue.interrupted ? true : undefined;
       }, 20_000);
       await h.t.temporal.workflow.getHandle(removedRun.workflow_id, removedRun.run_id).result();
-      await record(removedRun.workflow_id, removedRun.run_id, 'webhook-monitor-scheduled-removed');
+      await replayAndRecord(h.t.temporal, removedRun.workflow_id, 'webhook-monitor-scheduled-removed', removedRun.run_id);
     } finally {
       failing = false;
       await h.t.temporal.schedule.getHandle(scheduleId).delete();
@@ -229,6 +206,6 @@ describe('webhook-monitor', () => {
     });
     failing = false;
     expect(processed.removals).toEqual(expect.arrayContaining([expect.objectContaining({ webhookId: gatewayHook, outcome: 'removed' })]));
-    await record(processId, undefined, 'webhook-monitor-process-removed');
+    await replayAndRecord(h.t.temporal, processId, 'webhook-monitor-process-removed');
   });
 });

@@ -16,27 +16,18 @@ import {
   verifyPlc,
   verifySignature,
   type Plc,
-  type TransferRecord,
   type VerifiedPrefix,
 } from '../../../src/protocol/index.ts';
 import { bytesToUuid, u64be } from '../../../src/protocol/bytes.ts';
-import { buildChain, chainSpec, keyPool, minuteMs, nonceFor } from './support.ts';
-
-/** One mutable byte string of a PLC and how to put a changed copy back. */
-interface Field {
-  readonly name: string;
-  readonly bytes: Uint8Array;
-  readonly rebuild: (bytes: Uint8Array) => Plc;
-}
+import { buildChain, chainSpec, keyPool, minuteMs, nonceFor, readU64, recordFieldsOf, type PlcField } from './support.ts';
 
 const latin1 = (bytes: Uint8Array): string => String.fromCharCode(...bytes);
 const ascii = (text: string): Uint8Array => Uint8Array.from(text, (char) => char.charCodeAt(0));
-const readU64 = (bytes: Uint8Array): bigint => new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, false);
 
-function fieldsOf(plc: Plc): Field[] {
+function fieldsOf(plc: Plc): PlcField[] {
   const c = plc.commitment;
   const withCommitment = (change: object): Plc => ({ ...plc, commitment: { ...c, ...change } });
-  const fields: Field[] = [
+  return [
     { name: 'version', bytes: ascii(c.version), rebuild: (b) => withCommitment({ version: latin1(b) }) },
     { name: 'token id', bytes: hexToBytes(c.tokenId.replaceAll('-', '')), rebuild: (b) => withCommitment({ tokenId: bytesToUuid(b) }) },
     { name: 'issuer key', bytes: c.issuerPublicKey, rebuild: (b) => withCommitment({ issuerPublicKey: b }) },
@@ -47,23 +38,8 @@ function fieldsOf(plc: Plc): Field[] {
     { name: 'commitment nonce', bytes: c.nonce, rebuild: (b) => withCommitment({ nonce: b }) },
     { name: 'commitment hash', bytes: plc.commitmentHash, rebuild: (b) => ({ ...plc, commitmentHash: b }) },
     { name: 'issuer signature', bytes: plc.issuerSignature, rebuild: (b) => ({ ...plc, issuerSignature: b }) },
+    ...recordFieldsOf(plc, { timestamp: true }),
   ];
-  for (const [index, record] of plc.transferChain.entries()) {
-    const withRecord = (change: Partial<TransferRecord>): Plc => ({
-      ...plc,
-      transferChain: plc.transferChain.map((r, i) => (i === index ? { ...r, ...change } : r)),
-    });
-    fields.push(
-      { name: `record ${index} sender`, bytes: record.senderPublicKey, rebuild: (b) => withRecord({ senderPublicKey: b }) },
-      { name: `record ${index} recipient`, bytes: record.recipientPublicKey, rebuild: (b) => withRecord({ recipientPublicKey: b }) },
-      { name: `record ${index} timestamp`, bytes: u64be(record.timestampMs), rebuild: (b) => withRecord({ timestampMs: Number(readU64(b)) }) },
-      { name: `record ${index} nonce`, bytes: record.nonce, rebuild: (b) => withRecord({ nonce: b }) },
-      { name: `record ${index} prev hash`, bytes: record.prevHash, rebuild: (b) => withRecord({ prevHash: b }) },
-      { name: `record ${index} signature`, bytes: record.signature, rebuild: (b) => withRecord({ signature: b }) },
-      { name: `record ${index} hash`, bytes: record.hash, rebuild: (b) => withRecord({ hash: b }) },
-    );
-  }
-  return fields;
 }
 
 describe('chain properties', () => {

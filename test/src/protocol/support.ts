@@ -12,7 +12,9 @@ import {
   uuidV4FromBytes,
   type KeyPair,
   type Plc,
+  type TransferRecord,
 } from '../../../src/protocol/index.ts';
+import { u64be } from '../../../src/protocol/bytes.ts';
 
 const encoder = new TextEncoder();
 
@@ -123,3 +125,37 @@ export function buildChain(spec: ChainSpec): { plc: Plc; holders: number[] } {
   return { plc, holders };
 }
 
+
+/** One byte string of a PLC that a test changes, and how to put a changed copy back. */
+export interface PlcField {
+  readonly name: string;
+  readonly bytes: Uint8Array;
+  readonly rebuild: (bytes: Uint8Array) => Plc;
+}
+
+/** A big-endian u64 (8 bytes) read back. */
+export const readU64 = (bytes: Uint8Array): bigint => new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, false);
+
+/**
+ * The byte strings of each transfer record of `plc`, record by record: sender, recipient, the
+ * timestamp (with `timestamp`), nonce, prev hash, signature and hash.
+ */
+export function recordFieldsOf(plc: Plc, options: { timestamp?: boolean } = {}): PlcField[] {
+  return plc.transferChain.flatMap((record, index): PlcField[] => {
+    const withRecord = (change: Partial<TransferRecord>): Plc => ({
+      ...plc,
+      transferChain: plc.transferChain.map((r, i) => (i === index ? { ...r, ...change } : r)),
+    });
+    return [
+      { name: `record ${index} sender`, bytes: record.senderPublicKey, rebuild: (b) => withRecord({ senderPublicKey: b }) },
+      { name: `record ${index} recipient`, bytes: record.recipientPublicKey, rebuild: (b) => withRecord({ recipientPublicKey: b }) },
+      ...(options.timestamp === true
+        ? [{ name: `record ${index} timestamp`, bytes: u64be(record.timestampMs), rebuild: (b: Uint8Array) => withRecord({ timestampMs: Number(readU64(b)) }) }]
+        : []),
+      { name: `record ${index} nonce`, bytes: record.nonce, rebuild: (b) => withRecord({ nonce: b }) },
+      { name: `record ${index} prev hash`, bytes: record.prevHash, rebuild: (b) => withRecord({ prevHash: b }) },
+      { name: `record ${index} signature`, bytes: record.signature, rebuild: (b) => withRecord({ signature: b }) },
+      { name: `record ${index} hash`, bytes: record.hash, rebuild: (b) => withRecord({ hash: b }) },
+    ];
+  });
+}

@@ -32,7 +32,7 @@ import { readFileSync } from 'node:fs';
 import { judge, loadLibsodium, verifierNames, buildCraftedCases, type CraftedCase } from '../../../scripts/ed25519-crafted-cases.ts';
 import { vectorBytes, vectorsPath } from '../../../scripts/gen-protocol-vectors.ts';
 import { smallOrderPointEncodings } from '../../../src/protocol/index.ts';
-import { buildChain, chainSpec, keyPool, nonceFor } from './support.ts';
+import { buildChain, chainSpec, keyPool, nonceFor, recordFieldsOf, type PlcField } from './support.ts';
 
 const libsodium = await loadLibsodium();
 
@@ -293,29 +293,13 @@ describe('node:crypto and noble verifiers agree', () => {
   });
 });
 
-type Field = { name: string; bytes: Uint8Array; rebuild: (bytes: Uint8Array) => Plc };
-
-function fieldsOf(plc: Plc): Field[] {
-  const fields: Field[] = [
+function fieldsOf(plc: Plc): PlcField[] {
+  return [
     { name: 'issuer key', bytes: plc.commitment.issuerPublicKey, rebuild: (b) => ({ ...plc, commitment: { ...plc.commitment, issuerPublicKey: b } }) },
     { name: 'commitment hash', bytes: plc.commitmentHash, rebuild: (b) => ({ ...plc, commitmentHash: b }) },
     { name: 'issuer signature', bytes: plc.issuerSignature, rebuild: (b) => ({ ...plc, issuerSignature: b }) },
+    ...recordFieldsOf(plc),
   ];
-  for (const [index, record] of plc.transferChain.entries()) {
-    const withRecord = (change: Partial<TransferRecord>): Plc => ({
-      ...plc,
-      transferChain: plc.transferChain.map((r, i) => (i === index ? { ...r, ...change } : r)),
-    });
-    fields.push(
-      { name: `record ${index} sender`, bytes: record.senderPublicKey, rebuild: (b) => withRecord({ senderPublicKey: b }) },
-      { name: `record ${index} recipient`, bytes: record.recipientPublicKey, rebuild: (b) => withRecord({ recipientPublicKey: b }) },
-      { name: `record ${index} nonce`, bytes: record.nonce, rebuild: (b) => withRecord({ nonce: b }) },
-      { name: `record ${index} prev hash`, bytes: record.prevHash, rebuild: (b) => withRecord({ prevHash: b }) },
-      { name: `record ${index} signature`, bytes: record.signature, rebuild: (b) => withRecord({ signature: b }) },
-      { name: `record ${index} hash`, bytes: record.hash, rebuild: (b) => withRecord({ hash: b }) },
-    );
-  }
-  return fields;
 }
 
 /** Appends a record signed with `signWithTorsion` material (the sender is the current bearer). */
