@@ -106,6 +106,12 @@ export function createRealtimeBus(options: RealtimeBusOptions): RealtimeBus {
   let heldTimer: NodeJS.Timeout | null = null;
   let dropped = 0;
   let closed = false;
+  /**
+   * Nobody subscribed when events last arrived: they were not read (every replica would otherwise
+   * read every event of the whole service for no one), and the cursor is stale until the next
+   * subscriber moves it to the present.
+   */
+  let idle = false;
 
   function remove(entry: Entry, reason: 'slow' | 'closing' | null): void {
     if (!entries.delete(entry)) return;
@@ -180,6 +186,10 @@ export function createRealtimeBus(options: RealtimeBusOptions): RealtimeBus {
 
   async function pumpOnce(): Promise<void> {
     if (cursor === null || closed) return;
+    if (entries.size === 0) {
+      idle = true;
+      return;
+    }
     for (let page = 0; page < 1000; page += 1) {
       const events = await readEventsAfter(options.pool, cursor, { limit: pageSize });
       const last = events[events.length - 1];
@@ -239,6 +249,15 @@ export function createRealtimeBus(options: RealtimeBusOptions): RealtimeBus {
     async subscribe(subscriber, after) {
       if (closed) throw new Error('the realtime bus is closed');
       await start();
+      if (idle) {
+        // Back from idle: the present is where a new subscriber starts (a resuming one catches up
+        // from the table to it). Only while nobody else subscribed in between moved it already.
+        const present = await readSafePosition(options.pool);
+        if (idle && entries.size === 0) {
+          cursor = present;
+          idle = false;
+        }
+      }
       const entry: Entry = { subscriber, cursor: after ?? (cursor as EventPosition), live: after === null };
       entries.add(entry);
       if (!entry.live) await catchUp(entry);

@@ -3,11 +3,13 @@ import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app.ts';
+import { createRealtimeBus, type Subscriber } from '../../api/realtime.ts';
 import { upsertFlag } from '../../db/feature-flags.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
-import { insertTestEvents, pruneEvents, readHorizon } from '../../db/realtime-events.ts';
+import { insertTestEvents, parsePosition, pruneEvents, readHorizon, type EventPosition } from '../../db/realtime-events.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { openSse, type SseEvent } from '../support/sse.ts';
+import { waitFor } from '../support/wait.ts';
 import { hop, issue, newWallet, plcToJson } from '../support/wallet.ts';
 
 /**
@@ -54,6 +56,7 @@ async function commitEvent(subject: string): Promise<void> {
   await t.db.pool.query(`SELECT pg_notify('realtime_events', '')`);
 }
 
+const quietLog = { warn: () => {}, info: () => {} };
 const subjectOf = (event: SseEvent) => (event.data as { subject_id?: string }).subject_id;
 
 describe('streams across replicas', () => {
@@ -218,5 +221,53 @@ describe('a client that does not read', () => {
     await stream.next((event) => subjectOf(event) === subject);
     expect(replica.services.realtime.stats().dropped).toBe(before + 1);
     stream.close();
+  });
+});
+
+describe('a replica nobody follows', () => {
+  it('reads no events while no stream is open, and its next streams start from the present or resume from the table', async () => {
+    const run = randomUUID().slice(0, 8);
+    const bus = createRealtimeBus({ pool: t.db.pool, databaseUrl: t.db.url, pollMs: 60_000, keepEvents: 100_000, retentionMs: 86_400_000, log: quietLog });
+    try {
+      const seen: string[] = [];
+      const subscriber = (into: string[]): Subscriber => ({
+        tokenId: null,
+        write: (events) => {
+          for (const event of events) into.push(event.subject_id);
+          return true;
+        },
+        waitForRoom: async () => true,
+        reset: () => true,
+        drop: () => {},
+      });
+      const unsubscribe = await bus.subscribe(subscriber(seen), null);
+      await commitEvent(`idle-${run}-1`);
+      await waitFor(() => seen.includes(`idle-${run}-1`), { what: 'the first event reaches the live subscriber', timeoutMs: 10_000 });
+      const lastSeen = bus.stats().cursor;
+      unsubscribe();
+
+      // Nobody subscribed: notifications come, nothing is read.
+      for (let i = 2; i <= 4; i += 1) await commitEvent(`idle-${run}-${i}`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(bus.stats().cursor).toBe(lastSeen);
+
+      // A new live subscriber starts from the present: no idle-period event, then what comes next.
+      const fresh: string[] = [];
+      const stop = await bus.subscribe(subscriber(fresh), null);
+      await commitEvent(`idle-${run}-5`);
+      await waitFor(() => fresh.includes(`idle-${run}-5`), { what: 'the new subscriber gets the next event', timeoutMs: 10_000 });
+      expect(fresh.filter((subject) => subject.startsWith(`idle-${run}-`))).toEqual([`idle-${run}-5`]);
+
+      // A resuming one catches up from the table over the idle period, in order, none twice.
+      const resumed: string[] = [];
+      const stopResumed = await bus.subscribe(subscriber(resumed), parsePosition(lastSeen) as EventPosition);
+      await commitEvent(`idle-${run}-6`);
+      await waitFor(() => resumed.includes(`idle-${run}-6`), { what: 'the resumed subscriber gets the next event', timeoutMs: 10_000 });
+      expect(resumed.filter((subject) => subject.startsWith(`idle-${run}-`))).toEqual([2, 3, 4, 5, 6].map((i) => `idle-${run}-${i}`));
+      stop();
+      stopResumed();
+    } finally {
+      await bus.close();
+    }
   });
 });
