@@ -23,18 +23,7 @@ import { currencyEnum, existingTx } from './shared.ts';
  */
 
 const pendingRedemptionRow = redemptionRow
-  .pick({
-    id: true,
-    token_id: true,
-    bearer_pubkey: true,
-    bearer_owner_id: true,
-    issuer_owner_id: true,
-    amount_minor: true,
-    fee_minor: true,
-    currency: true,
-    gateway_transfer_id: true,
-    rail: true,
-  })
+  .pick({ id: true, token_id: true, bearer_pubkey: true, bearer_owner_id: true, issuer_owner_id: true, amount_minor: true, fee_minor: true, currency: true, gateway_transfer_id: true, rail: true })
   .extend({ reference_tx_id: z.string().uuid().nullable() });
 
 /** A page of PENDING_PAYMENT redemptions by id, after `after` (a checked uuid cursor; null: the start). */

@@ -2,13 +2,7 @@ import { z } from 'zod';
 import { assert, DomainError } from '../../../src/errors.ts';
 import type { TxType } from '../../../src/ledger/money-model.ts';
 import { errorDetail, type ItemRecord } from '../../../src/reconciliation/items.ts';
-import {
-  planReversal,
-  reversalItem,
-  reversalLeg,
-  reversalReferenceType,
-  type PlannedReversal,
-} from '../../../src/reconciliation/ledger-repairs.ts';
+import { planReversal, reversalItem, reversalLeg, reversalReferenceType, type PlannedReversal } from '../../../src/reconciliation/ledger-repairs.ts';
 import { nextKey, seqCursor } from '../../../src/reconciliation/phases.ts';
 import { reconcileIdempotencyKey } from '../../../src/reconciliation/tools.ts';
 import { postTransaction } from '../../ledger.ts';

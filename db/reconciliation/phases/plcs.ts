@@ -1,11 +1,6 @@
 import { z } from 'zod';
 import { ledgerKeys } from '../../../src/ledger/keys.ts';
-import {
-  overduePlcPlan,
-  plcIssuePlan,
-  releasedPlcPlan,
-  type PlcRepairFacts,
-} from '../../../src/reconciliation/ledger-repairs.ts';
+import { overduePlcPlan, plcIssuePlan, releasedPlcPlan, type PlcRepairFacts } from '../../../src/reconciliation/ledger-repairs.ts';
 import { many, maybeOne } from '../../sql.ts';
 import { currencyEnum, existingTx, hasTx } from '../shared.ts';
 import { pointRowAt, rowRepairPhase } from './row-repair.ts';

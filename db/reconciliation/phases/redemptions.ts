@@ -2,20 +2,15 @@ import { z } from 'zod';
 import { ledgerKeys } from '../../../src/ledger/keys.ts';
 import { redemptionFailPlan } from '../../../src/reconciliation/ledger-repairs.ts';
 import { exec, many, maybeOne } from '../../sql.ts';
-import { currencyEnum, existingTx, hasTx } from '../shared.ts';
+import { redemptionRow } from '../../redemptions.ts';
+import { existingTx, hasTx } from '../shared.ts';
 import { rowRepairPhase } from './row-repair.ts';
 
 /** Redemptions whose failure booking is missing (fix-failed-pending). */
 
-const redemptionRepairRow = z.object({
-  id: z.string().uuid(),
-  token_id: z.string().uuid(),
-  bearer_owner_id: z.string(),
-  issuer_owner_id: z.string(),
-  amount_minor: z.bigint(),
-  currency: currencyEnum,
-  reference_tx_id: z.string().uuid().nullable(),
-});
+const redemptionRepairRow = redemptionRow
+  .pick({ id: true, token_id: true, bearer_owner_id: true, issuer_owner_id: true, amount_minor: true, currency: true })
+  .extend({ reference_tx_id: z.string().uuid().nullable() });
 type RedemptionRepairRow = z.infer<typeof redemptionRepairRow>;
 const redemptionRepairColumns = `r.id, r.token_id, r.bearer_owner_id, r.issuer_owner_id, r.amount_minor, r.currency, ${existingTx('r.request_tx_id')}`;
 const failedRedemptionCondition = `r.status = 'FAILED' AND ${hasTx(ledgerKeys.redemptionRequest.sql('r.id'))}
