@@ -3,10 +3,12 @@ import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from '../db/pool.ts';
-import { completeRun, createRun, markRunFailed, reconcileBatch, type BatchResult } from '../db/reconciliation.ts';
-import { prepareGatewayBatch, settleGatewayBatch, type GatewayBatch } from '../db/reconciliation-gateway.ts';
+import { reconcileBatch, type BatchResult } from '../db/reconciliation/engine.ts';
+import { completeRun, createRun, markRunFailed } from '../db/reconciliation/runs.ts';
+import { auditBatch, type GatewayAuditDeps } from '../services/gateway-audit.ts';
+import { prepareGatewayBatch, settleGatewayBatch, type GatewayBatch } from '../services/reconcile-gateway.ts';
 import type { DispatchedHandover, GatewayPort } from '../src/reconciliation/gateway.ts';
-import { auditBatch, auditLookbackDaysDefault, auditWindowStart, type GatewayAuditDeps } from './gateway-audit.ts';
+import { auditLookbackDaysDefault, auditWindowStart } from '../src/reconciliation/gateway-audit.ts';
 import {
   batchSizeMax,
   isAuditTool,
@@ -29,6 +31,11 @@ import {
  * Gateway tools take two activities per batch around the workflow's hand-over: one finds the
  * redemptions or charges and reads the gateway (`prepareGatewayBatch`), one records what their
  * owner workflows did with them (`settleGatewayBatch`).
+ *
+ * The work itself is elsewhere, called with plain arguments: the ledger tools and the runs'
+ * bookkeeping in db/reconciliation/, the gateway tools in services/reconcile-gateway.ts, the
+ * gateway audit in services/gateway-audit.ts (the admin route's dry runs call the same). These
+ * activities hand it the worker's deps and a heartbeat.
  */
 
 export interface BeginReconciliationRunInput {
@@ -142,7 +149,7 @@ export function createReconciliationActivities(deps: {
         },
       };
       // The gateway audit runs through this activity too (the workflow treats it as a batch
-      // tool); its batches read the gateway (activities/gateway-audit.ts).
+      // tool); its batches read the gateway (services/gateway-audit.ts).
       if (isAuditTool(input.tool)) return auditBatch(deps, ctx, input.cursor, input.batchSize);
       return reconcileBatch(deps.pool, ctx, input.cursor, input.batchSize);
     },

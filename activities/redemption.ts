@@ -3,7 +3,6 @@ import { ApplicationFailure } from '@temporalio/common';
 import { gatewayIdempotencyKey, isGatewayError, type GatewayClient } from '../gateway/index.ts';
 import { isTransientPayoutRefusal, payoutOutcome, payoutRefusalPrefix } from '../gateway/status.ts';
 import type { Pool } from '../db/pool.ts';
-import { readRedemptionTransfer } from '../db/reconciliation-gateway.ts';
 import {
   finishRedemption,
   finishRetry,
@@ -22,6 +21,7 @@ import { DomainError } from '../src/errors.ts';
 import { forkFindingOf } from '../src/plc/fork-check.ts';
 import { decideRegistration, type KnownRecord } from '../src/plc/register-transfers.ts';
 import { refuseFork } from '../services/fork-check.ts';
+import { readRedemptionTransfer } from '../services/reconcile-gateway.ts';
 import { hexToBytes, type TransferRecord } from '../src/protocol/index.ts';
 import { plcRedemptionFinishedSignal } from '../workflows/plc-messages.ts';
 import { refusalsAsFailures } from './failures.ts';

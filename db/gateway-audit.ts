@@ -4,7 +4,9 @@ import { paidFailedRepair, type PaidFailedRedemptionFacts } from '../src/reconci
 import { reconcileIdempotencyKey } from '../src/reconciliation/tools.ts';
 import { postTransaction } from './ledger.ts';
 import { withTransaction, type Pool, type Queryable } from './pool.ts';
-import { bucketState, recordItems, type ItemRecord } from './reconciliation.ts';
+import type { ItemRecord } from '../src/reconciliation/items.ts';
+import { recordItems } from './reconciliation/runs.ts';
+import { bucketState } from './reconciliation/shared.ts';
 import { redemptionColumns, redemptionRow, type RedemptionRow } from './redemptions.ts';
 import { exec, many, maybeOne, one } from './sql.ts';
 import { ledgerKeys } from '../src/ledger/keys.ts';
@@ -16,7 +18,7 @@ import { ledgerKeys } from '../src/ledger/keys.ts';
  * key. A transfer or payment is *attributed* to the redemption or charge that recorded its id,
  * else to the one its `externalReference` names (our id). Candidates are only that: the activity
  * reads each again from the gateway and from our rows before it reports it
- * (activities/gateway-audit.ts). The one repair, a FAILED redemption the gateway paid out, is
+ * (services/gateway-audit.ts). The one repair, a FAILED redemption the gateway paid out, is
  * one transaction here.
  */
 

@@ -6,13 +6,15 @@ import { z } from 'zod';
 import { examplePubkeys } from '../schemas/examples.ts';
 import { findAccount } from '../../db/ledger.ts';
 import type { Pool } from '../../db/pool.ts';
-import { createRun, findRun, markRunFailed, readReport, runDryReconciliation, type RunRow } from '../../db/reconciliation.ts';
-import { runDryGatewayReconciliation } from '../../db/reconciliation-gateway.ts';
+import { runDryReconciliation } from '../../db/reconciliation/engine.ts';
+import { createRun, findRun, markRunFailed, readReport, type RunRow } from '../../db/reconciliation/runs.ts';
 import type { Config } from '../../infra/config.ts';
 import { DomainError } from '../../src/errors.ts';
 import { buckets } from '../../src/ledger/money-model.ts';
 import type { GatewayPort } from '../../src/reconciliation/gateway.ts';
-import { auditWindowStart, runDryGatewayAudit, type GatewayAuditDeps } from '../../activities/gateway-audit.ts';
+import { auditWindowStart } from '../../src/reconciliation/gateway-audit.ts';
+import { runDryGatewayAudit, type GatewayAuditDeps } from '../../services/gateway-audit.ts';
+import { runDryGatewayReconciliation } from '../../services/reconcile-gateway.ts';
 import { isGatewayError } from '../../gateway/index.ts';
 import {
   batchSizeDefault,
@@ -28,7 +30,7 @@ import {
   type ReconcileReport,
   type ReconcileTool,
 } from '../../src/reconciliation/tools.ts';
-import { reconciliationWorkflow, type ReconciliationWorkflowInput } from '../../workflows/reconciliation.ts';
+import type { reconciliationWorkflow, ReconciliationWorkflowInput } from '../../workflows/reconciliation.ts';
 import { businessStatusKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { adminErrors, booleanQuery, errorResponse } from '../schemas/common.ts';
 import { entryItem } from '../schemas/ledger.ts';
@@ -270,7 +272,8 @@ export async function startRealRun(
   };
   let handle: WorkflowHandle<typeof reconciliationWorkflow>;
   try {
-    handle = await temporal.workflow.start(reconciliationWorkflow, {
+    // Started by name: the API imports the workflow's type, never its code.
+    handle = await temporal.workflow.start<typeof reconciliationWorkflow>('reconciliationWorkflow', {
       workflowId,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       args: [input],

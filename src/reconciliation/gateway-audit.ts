@@ -107,3 +107,15 @@ export function paidFailedRepair(facts: PaidFailedRedemptionFacts): { safe: true
   }
   return { safe: true };
 }
+
+/** The audit's window when a run was started without one (from the Temporal CLI): two days. */
+export const auditLookbackDaysDefault = 2;
+
+/**
+ * The first day of the audit's window: the gateway's calendar date (America/Sao_Paulo) `days`
+ * days before `at`, YYYY-MM-DD.
+ */
+export function auditWindowStart(at: Date, days: number): string {
+  const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'America/Sao_Paulo', year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
+  return new Date(Date.parse(`${today}T00:00:00Z`) - days * 86_400_000).toISOString().slice(0, 10);
+}

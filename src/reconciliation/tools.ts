@@ -7,9 +7,11 @@ import type { Currency } from '../money/currency.ts';
  * one owner, the `dry_run` default the spec gives them (false where the spec names none, unless
  * said otherwise), and how they work:
  *
- * - `ledger` tools repair the ledger from the database alone, in phases of `db/reconciliation.ts`;
+ * - `ledger` tools repair the ledger from the database alone, in phases of `db/reconciliation/phases/`;
  * - `gateway` tools check rows against the payment gateway and hand what they find to the
- *   workflow that owns the money (`db/reconciliation-gateway.ts`, `workflows/reconciliation.ts`).
+ *   workflow that owns the money (`services/reconcile-gateway.ts`, `workflows/reconciliation.ts`);
+ * - the `audit` tool pages through the gateway's own lists and joins them with our books
+ *   (`services/gateway-audit.ts`).
  *
  * The API builds one admin route per entry with `adminRoute: true`; the workflow and the
  * activities take the name. Each kind maps every name of its kind to an implementation with a

@@ -1,9 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openCharge } from '../../db/charges.ts';
-import { findViolations, postTransaction } from '../../db/ledger.ts';
+import { postTransaction } from '../../db/ledger.ts';
 import { moneyModel } from '../../src/ledger/money-model.ts';
-import { createTestApp, type TestApp } from '../support/app.ts';
+import type { TestApp } from '../support/app.ts';
+import { balanceOf, expectLedgerConsistent, reconcileRequest, reconcileTestApp, transactionsUnder } from '../support/reconcile.ts';
 import { issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 
 /**
@@ -17,48 +18,11 @@ import { issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.
 let t: TestApp;
 let admin: Record<string, string>;
 const device = { 'x-device-id': 'device-reconcile' };
-
-beforeAll(async () => {
-  t = await createTestApp();
-  await t.startWorker();
-  admin = await t.adminHeaders();
-});
-afterAll(async () => {
-  await t?.close();
-});
-beforeEach(async () => {
-  expect(await findViolations(t.db.pool)).toEqual([]);
+reconcileTestApp((app, headers) => {
+  [t, admin] = [app, headers];
 });
 
-interface ReportItem {
-  key: string;
-  action: string;
-  status: string;
-  owner_id: string;
-  bucket: string;
-  amount: string | null;
-  snapshot: string;
-  snapshot_after: string | null;
-  transaction_id: string | null;
-  reference_transaction_id: string | null;
-  entries: { owner_id: string; bucket: string; amount: string }[] | null;
-  detail: string | null;
-  finding?: string | null;
-  evidence?: Record<string, unknown> | null;
-}
-interface Report {
-  run_id: string;
-  tool: string;
-  dry_run: boolean;
-  status: string;
-  counts: { items: number; planned: number; fixed: number; skipped: number; failed: number };
-  items: ReportItem[];
-}
-
-async function reconcile(path: string, query = ''): Promise<{ statusCode: number; body: Report }> {
-  const response = await t.app.inject({ method: 'POST', url: `/api/v1/admin/reconcile/${path}${query}`, headers: admin });
-  return { statusCode: response.statusCode, body: response.json() as Report };
-}
+const reconcile = (path: string, query = '') => reconcileRequest(t, admin, path, query);
 
 async function fund(ownerId: string, amountMinor: bigint): Promise<void> {
   const posting = moneyModel.deposit({ ownerId, currency: 'BRL', amountMinor });
@@ -72,9 +36,7 @@ async function issued(issuer: TestWallet, amountMinor: bigint): Promise<string> 
   return plc.commitment.tokenId;
 }
 
-async function balance(ownerId: string) {
-  return (await t.app.inject({ method: 'GET', url: `/api/v1/balance/${ownerId}` })).json() as Record<string, string>;
-}
+const balance = (ownerId: string) => balanceOf(t, ownerId);
 
 /** The ledger and the settlement tables, to compare before and after a dry run. */
 async function state(): Promise<unknown> {
@@ -91,13 +53,7 @@ async function state(): Promise<unknown> {
   return result.rows[0]?.state;
 }
 
-async function txByKey(key: string): Promise<{ id: string; tx_type: string }[]> {
-  const result = await t.db.pool.query<{ id: string; tx_type: string }>(
-    'SELECT id, tx_type FROM ledger_transactions WHERE idempotency_key = $1',
-    [key],
-  );
-  return result.rows;
-}
+const txByKey = (key: string) => transactionsUnder(t.db.pool, key);
 
 async function newCharge(ownerId: string, amountMinor: bigint): Promise<string> {
   const chargeId = randomUUID();
@@ -166,7 +122,7 @@ describe('release-expired-promises', () => {
 
     const again = await reconcile('release-expired-promises');
     expect(again.body.counts).toMatchObject({ items: 0 });
-    expect(await findViolations(t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(t.db.pool);
   });
 });
 
@@ -221,7 +177,7 @@ describe('fix-charge-settlements', () => {
     expect((await t.db.pool.query('SELECT settle_tx_id FROM charges WHERE id = $1', [chargeId])).rows[0]).toEqual({ settle_tx_id: booked[0]?.id });
 
     expect((await reconcile('fix-charge-settlements', '?dry_run=false')).body.counts).toMatchObject({ items: 0 });
-    expect(await findViolations(t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(t.db.pool);
   });
 });
 
@@ -276,7 +232,7 @@ describe('fix-failed-pending: redemption and charge tables', () => {
     expect((await t.db.pool.query('SELECT redemption_id FROM plcs WHERE token_id = $1', [tokenId])).rows[0]).toEqual({ redemption_id: null });
 
     expect((await reconcile('fix-failed-pending', '?dry_run=false')).body.counts).toMatchObject({ items: 0 });
-    expect(await findViolations(t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(t.db.pool);
   });
 });
 
@@ -338,7 +294,7 @@ describe('POST /api/v1/balance/{owner_id}/reconcile', () => {
     const again = await reconcileBalance(issuer.pubkey);
     expect(again.json()).toMatchObject({ available: '7.00', promised: '3.00' });
     expect(await txByKey(`plc:${tokenId}:issue`)).toHaveLength(1);
-    expect(await findViolations(t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(t.db.pool);
   });
 
   it('needs an admin token, a valid owner id, and an owner the ledger or the PLCs know', async () => {

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations, postTransaction } from '../../db/ledger.ts';
 import { moneyModel, type Bucket, type Posting } from '../../src/ledger/money-model.ts';
 import type { Currency } from '../../src/money/currency.ts';
 import { referenceIdKey } from '../../workflows/search-attributes.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { expectLedgerConsistent, reconcileRequest, reconcileTestApp, type ReportItem } from '../support/reconcile.ts';
 import { foldCredits, insertRawTransaction, ledgerTablesJson, setSnapshot as setSnapshotRow, snapshotOf as snapshotOfBucket } from '../support/ledger.ts';
 
 /**
@@ -16,47 +17,9 @@ import { foldCredits, insertRawTransaction, ledgerTablesJson, setSnapshot as set
  */
 let t: TestApp;
 let admin: Record<string, string>;
-beforeAll(async () => {
-  t = await createTestApp();
-  await t.startWorker();
-  admin = await t.adminHeaders();
+reconcileTestApp((app, headers) => {
+  [t, admin] = [app, headers];
 });
-afterAll(async () => {
-  await t?.close();
-});
-beforeEach(async () => {
-  expect(await findViolations(t.db.pool)).toEqual([]);
-});
-
-interface ReportItem {
-  key: string;
-  action: string;
-  status: string;
-  owner_id: string;
-  bucket: string;
-  currency: string;
-  snapshot: string;
-  computed: string;
-  amount: string | null;
-  snapshot_after: string | null;
-  transaction_id: string | null;
-  reference_transaction_id: string | null;
-  entries: { owner_id: string; bucket: string; currency: string; amount: string }[] | null;
-  detail: string | null;
-  finding?: string | null;
-  evidence?: Record<string, unknown> | null;
-}
-interface Report {
-  run_id: string;
-  workflow_id: string | null;
-  tool: string;
-  dry_run: boolean;
-  status: string;
-  complete: boolean;
-  counts: { scanned: number; batches: number; items: number; planned: number; fixed: number; skipped: number; failed: number };
-  items: ReportItem[];
-  items_truncated: boolean;
-}
 
 let keySeq = 0;
 async function book(posting: Posting, referenceId?: string): Promise<string> {
@@ -89,10 +52,7 @@ async function ledgerState(): Promise<unknown> {
   return result.rows[0]?.state;
 }
 
-async function reconcile(path: string, query = ''): Promise<{ statusCode: number; body: Report }> {
-  const response = await t.app.inject({ method: 'POST', url: `/api/v1/admin/reconcile/${path}${query}`, headers: admin });
-  return { statusCode: response.statusCode, body: response.json() as Report };
-}
+const reconcile = (path: string, query = '') => reconcileRequest(t, admin, path, query);
 
 async function runRow(runId: string) {
   const result = await t.db.pool.query(
@@ -261,7 +221,7 @@ describe('recalculate-snapshots', () => {
     expect(real.statusCode).toBe(200);
     expect(real.body.counts).toMatchObject({ items: 3, fixed: 3, skipped: 0, failed: 0 });
     expect(real.body.workflow_id).toBe(`reconcile-recalculate-snapshots-${real.body.run_id}`);
-    expect(await findViolations(t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(t.db.pool);
     expect(await snapshotOf('rs-dan', 'HELD', 'EUR')).toBe(100n);
 
     const again = await reconcile('recalculate-snapshots');
@@ -339,7 +299,7 @@ describe('fix-negative-balances', () => {
       },
     ]);
     expect(await snapshotOf('neg-erin', 'AVAILABLE')).toBe(0n);
-    expect(await findViolations(t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(t.db.pool);
 
     const again = await reconcile('fix-negative-balances');
     expect(again.body.counts).toMatchObject({ items: 0 });
@@ -441,7 +401,7 @@ describe('fix-failed-pending', () => {
     ]);
     expect(await snapshotOf('ffp-gina', 'PENDING')).toBe(500n);
     expect(await snapshotOf('ffp-frank', 'PROMISED')).toBe(600n);
-    expect(await findViolations(t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(t.db.pool);
 
     const again = await reconcile('fix-failed-pending', '?dry_run=false');
     expect(again.statusCode).toBe(200);
@@ -478,7 +438,7 @@ describe('fix-failed-pending, a reversal the ledger refuses', () => {
       orphan,
     ]);
     expect(reversals.rowCount).toBe(0);
-    expect(await findViolations(t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(t.db.pool);
 
     // Nothing was fixed, so the next run finds it again: it waits for a person.
     const again = await reconcile('fix-failed-pending', '?dry_run=false');

@@ -1,15 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { findViolations } from '../../db/ledger.ts';
-import { isFailedPaymentStatus, isPaidPaymentStatus, paymentStatuses, transferStatuses } from '../../gateway/index.ts';
-import { paymentVerdict, transferVerdict } from '../../src/reconciliation/gateway.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Plc } from '../../src/protocol/index.ts';
+import { balanceOf, expectLedgerConsistent, reconcileReport, replayAndRecord, transactionsUnder, transferablePlc } from '../support/reconcile.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { eventually } from '../support/temporal-cli.ts';
+import type { TestWallet } from '../support/wallet.ts';
 
 /**
  * The gateway reconcile tools end to end: API -> reconciliation workflow -> the redemption and
@@ -34,37 +29,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-interface ReportItem {
-  key: string;
-  action: string;
-  status: string;
-  owner_id: string;
-  bucket: string;
-  amount: string | null;
-  snapshot: string;
-  snapshot_after: string | null;
-  transaction_id: string | null;
-  reference_transaction_id: string | null;
-  entries: { owner_id: string; bucket: string; amount: string }[] | null;
-  detail: string | null;
-  finding?: string | null;
-  evidence?: Record<string, unknown> | null;
-}
-interface Report {
-  run_id: string;
-  workflow_id: string | null;
-  tool: string;
-  dry_run: boolean;
-  status: string;
-  counts: { items: number; planned: number; fixed: number; skipped: number; failed: number };
-  items: ReportItem[];
-}
-
-async function reconcile(tool: string, query = ''): Promise<Report> {
-  const response = await h.t.app.inject({ method: 'POST', url: `/api/v1/admin/reconcile/${tool}${query}`, headers: h.admin });
-  expect(response.statusCode, response.body).toBe(200);
-  return response.json() as Report;
-}
+const reconcile = (tool: string, query = '') => reconcileReport(h.t, h.admin, tool, query);
 
 async function sim(path: string, body?: object): Promise<void> {
   const response = await fetch(`${h.simulator.url}${path}`, {
@@ -77,24 +42,7 @@ async function sim(path: string, body?: object): Promise<void> {
 
 const dropWebhooks = () => sim('/sim/faults', { dropWebhookRate: 1 });
 
-async function fund(wallet: TestWallet, amount: string): Promise<void> {
-  const response = await h.t.app.inject({
-    method: 'POST',
-    url: '/api/v1/balance/deposit',
-    headers: { ...h.admin, 'idempotency-key': randomUUID() },
-    payload: { owner_id: wallet.pubkey, amount, currency: 'BRL' },
-  });
-  expect(response.statusCode).toBe(200);
-}
-
-async function transferable(amountMinor: bigint): Promise<{ plc: Plc; issuer: TestWallet; bearer: TestWallet }> {
-  const [issuer, bearer] = [newWallet(), newWallet()];
-  await fund(issuer, '20.00');
-  const plc = issue(issuer, { amountMinor });
-  const created = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } });
-  expect(created.statusCode).toBe(200);
-  return { plc: hop(plc, issuer, bearer), issuer, bearer };
-}
+const transferable = (amountMinor: bigint) => transferablePlc(h.t, amountMinor, { deposit: '20.00', device });
 
 async function redeem(plc: Plc, bearer: TestWallet): Promise<{ redemptionId: string; workflowId: string }> {
   const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(plc, bearer, pixKey) });
@@ -139,14 +87,9 @@ async function newCharge(ownerId: string, amount: string): Promise<{ chargeId: s
   return { chargeId: body.charge_id, paymentId: body.payment_id, workflowId: body.workflow_id };
 }
 
-async function balance(ownerId: string) {
-  return (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${ownerId}` })).json() as Record<string, string>;
-}
+const balance = (ownerId: string) => balanceOf(h.t, ownerId);
 
-async function txCount(key: string): Promise<number> {
-  const result = await h.t.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_transactions WHERE idempotency_key = $1', [key]);
-  return result.rows[0]?.n ?? 0;
-}
+const txCount = async (key: string) => (await transactionsUnder(h.t.db.pool, key)).length;
 
 /** The ledger, the settlement tables and the gateway's resources, to compare before and after a dry run. */
 async function everything(): Promise<unknown> {
@@ -167,31 +110,7 @@ async function everything(): Promise<unknown> {
   };
 }
 
-/** Replays a finished workflow's history against the current code and, on request, records it. */
-async function record(workflowId: string, name: string): Promise<void> {
-  const history = await h.t.temporal.workflow.getHandle(workflowId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-    writeFileSync(fileURLToPath(new URL(`../workflows/histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
-}
-
-describe('gateway verdicts', () => {
-  it('agree with the gateway adapter on every payment and transfer status', () => {
-    for (const status of paymentStatuses) {
-      const expected = isPaidPaymentStatus(status) ? 'SETTLE' : isFailedPaymentStatus(status) ? 'FAIL' : 'OPEN';
-      expect([status, paymentVerdict(status)]).toEqual([status, expected]);
-    }
-    expect(transferStatuses.map((status) => [status, transferVerdict(status)])).toEqual([
-      ['PENDING', 'OPEN'],
-      ['BANK_PROCESSING', 'OPEN'],
-      ['DONE', 'SETTLE'],
-      ['FAILED', 'FAIL'],
-      ['CANCELLED', 'FAIL'],
-    ]);
-  });
-});
+const record = (workflowId: string, name: string) => replayAndRecord(h.t, workflowId, name);
 
 describe('pending-transfers', () => {
   it('settles a redemption whose TRANSFER_DONE webhook was dropped, by signalling its workflow (dry run first)', async () => {
@@ -254,7 +173,7 @@ describe('pending-transfers', () => {
     expect(await txCount(`redemption:${redemptionId}:settle`)).toBe(1);
 
     expect((await reconcile('pending-transfers')).counts).toMatchObject({ items: 0 });
-    expect(await findViolations(h.t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(h.t.db.pool);
     await record(real.workflow_id as string, 'reconcile-pending-transfers-signalled');
   });
 
@@ -305,7 +224,7 @@ describe('pending-transfers', () => {
     expect(await balance(bearer.pubkey)).toMatchObject({ pending: '0.00' });
 
     expect((await reconcile('pending-transfers')).counts).toMatchObject({ items: 0 });
-    expect(await findViolations(h.t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(h.t.db.pool);
     await record(real.workflow_id as string, 'reconcile-pending-transfers-resumed');
   });
 });
@@ -353,7 +272,7 @@ describe('pending-payments', () => {
     expect(await balance(owner)).toMatchObject({ available: '5.00', pending: '0.00' });
 
     expect((await reconcile('pending-payments', '?dry_run=false')).counts).toMatchObject({ items: 0 });
-    expect(await findViolations(h.t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(h.t.db.pool);
   });
 });
 
@@ -396,7 +315,7 @@ describe('pending-deposits', () => {
     expect(again.items.map((item) => [item.key, item.status])).toEqual([[`charge/${unpaid.chargeId}`, 'SKIPPED']]);
     expect(await txCount(`charge:${paid.chargeId}:settle`)).toBe(1);
     stalled = { chargeId: unpaid.chargeId, owner };
-    expect(await findViolations(h.t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(h.t.db.pool);
   });
 });
 
@@ -467,7 +386,7 @@ describe('cancel-all-pending-charges', () => {
     expect(await balance(running.owner)).toMatchObject({ pending: '0.00' });
 
     expect((await reconcile('cancel-all-pending-charges', '?dry_run=false')).counts).toMatchObject({ items: 0 });
-    expect(await findViolations(h.t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(h.t.db.pool);
   });
 });
 
@@ -499,6 +418,6 @@ describe('a gateway that does not know a transfer', () => {
     expect(fixed.items).toMatchObject([{ key: `redemption/${redemptionId}`, status: 'FIXED' }]);
     expect((await redemptionRow(redemptionId)).status).toBe('SETTLED');
     expect(transfersOf(redemptionId)).toHaveLength(1);
-    expect(await findViolations(h.t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(h.t.db.pool);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   auditFindings,
+  auditWindowStart,
   chargeFinding,
   findingFlagKey,
   findingKey,
@@ -77,5 +78,13 @@ describe('gateway audit rules', () => {
       expect(['low', 'medium', 'high', 'critical']).toContain(spec.severity);
       expect(spec.text.length).toBeGreaterThan(20);
     }
+  });
+
+  it("opens the audit's window on the gateway's calendar (America/Sao_Paulo), whole days back", () => {
+    // 02:00 UTC on the 10th is still the 9th in Sao Paulo (UTC-3).
+    expect(auditWindowStart(new Date('2026-11-10T02:00:00Z'), 2)).toBe('2026-11-07');
+    expect(auditWindowStart(new Date('2026-11-10T03:00:00Z'), 2)).toBe('2026-11-08');
+    expect(auditWindowStart(new Date('2026-03-01T12:00:00Z'), 1)).toBe('2026-02-28');
+    expect(auditWindowStart(new Date('2026-11-10T12:00:00Z'), 0)).toBe('2026-11-10');
   });
 });

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { findViolations, postTransaction } from '../../db/ledger.ts';
+import { postTransaction } from '../../db/ledger.ts';
 import { createGatewayClient } from '../../gateway/index.ts';
 import { moneyModel } from '../../src/ledger/money-model.ts';
 import { reconcileWorkflowId } from '../../src/reconciliation/tools.ts';
@@ -12,7 +10,8 @@ import { reconciliationWorkflow } from '../../workflows/reconciliation.ts';
 import { businessStatusKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { insertRawTransaction, setSnapshot, snapshotOf } from '../support/ledger.ts';
-import { eventually, temporalCliJson } from '../support/temporal-cli.ts';
+import { expectLedgerConsistent, replayAndRecord } from '../support/reconcile.ts';
+import { eventually } from '../support/temporal-cli.ts';
 
 /**
  * The reconciliation workflow against the real dev server: a run whose worker stops mid-way
@@ -119,7 +118,7 @@ describe('reconciliation workflow', () => {
       Object.fromEntries(owners.map((ownerId) => [`reconcile:${runId}:${ownerId}/AVAILABLE/BRL`, 1])),
     );
     expect(await countItems(runId)).toBe(owners.length);
-    expect(await findViolations(t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(t.db.pool);
 
     // Resumed, not restarted: each batch was scheduled once, each from the cursor after the last.
     const history = await handle.fetchHistory();
@@ -137,14 +136,7 @@ describe('reconciliation workflow', () => {
     expect(description.typedSearchAttributes.get(referenceIdKey)).toBe(runId);
     expect(description.typedSearchAttributes.get(businessStatusKey)).toBe('COMPLETED');
 
-    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-    if (process.env.RECORD_HISTORIES === '1') {
-      const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-      writeFileSync(
-        fileURLToPath(new URL('./histories/reconcile-fix-negative-balances-resumed.json', import.meta.url)),
-        `${JSON.stringify(json, null, 1)}\n`,
-      );
-    }
+    await replayAndRecord(t, workflowId, 'reconcile-fix-negative-balances-resumed');
   }, 120_000);
 
   it('continues as new with its cursor when a run outgrows one execution, and reports once at the end', async () => {
@@ -166,6 +158,6 @@ describe('reconciliation workflow', () => {
     expect(Object.values(await postingsPerKey(runId))).toEqual(owners.map(() => 1));
     const row = await t.db.pool.query('SELECT status, scanned, batches, items_fixed FROM reconciliation_runs WHERE id = $1', [runId]);
     expect(row.rows).toEqual([{ status: 'COMPLETED', scanned: BigInt(users), batches: users + 1, items_fixed: owners.length }]);
-    expect(await findViolations(t.db.pool)).toEqual([]);
+    await expectLedgerConsistent(t.db.pool);
   });
 });

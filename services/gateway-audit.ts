@@ -1,4 +1,3 @@
-import { cursorAfter, phaseAt } from '../src/reconciliation/phases.ts';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { findChargeForPayment, getCharge, type ChargeRow } from '../db/charges.ts';
 import {
@@ -24,17 +23,14 @@ import {
 } from '../db/gateway-audit.ts';
 import type { Pool } from '../db/pool.ts';
 import {
-  errorDetail,
-  itemRecorded,
-  recordItems,
   runDryBatches,
   type BatchResult,
   type DryRunInput,
   type DryRunLimits,
-  type ItemRecord,
   type PhaseBatch,
   type ReconcileContext,
-} from '../db/reconciliation.ts';
+} from '../db/reconciliation/engine.ts';
+import { itemRecorded, recordItems } from '../db/reconciliation/runs.ts';
 import { findRedemptionForTransfer, getRedemption, type RedemptionRow } from '../db/redemptions.ts';
 import { raiseRiskFlag } from '../db/risk-flags.ts';
 import {
@@ -49,10 +45,12 @@ import {
   type GatewayBillPayment,
   type GatewayTransfer,
 } from '../gateway/index.ts';
-import { assert, DomainError } from '../src/errors.ts';
+import { DomainError } from '../src/errors.ts';
 import type { Currency } from '../src/money/currency.ts';
 import {
   auditFindings,
+  auditLookbackDaysDefault,
+  auditWindowStart,
   chargeFinding,
   findingFlagKey,
   findingKey,
@@ -60,12 +58,16 @@ import {
   redemptionFinding,
   type AuditFinding,
 } from '../src/reconciliation/gateway-audit.ts';
+import { errorDetail, type ItemRecord } from '../src/reconciliation/items.ts';
+import { batchFrom, offsetCursor } from '../src/reconciliation/phases.ts';
 import type { ReconcileReport } from '../src/reconciliation/tools.ts';
 import { workflowIds } from '../workflows/ids.ts';
 import { plcRedemptionFinishedSignal } from '../workflows/plc-messages.ts';
 
 /**
- * The gateway audit (`gateway-audit`, docs/reconciliation.md "The gateway audit"): pages through
+ * The gateway audit (`gateway-audit`, docs/reconciliation.md "The gateway audit"), with plain
+ * arguments: its batches run in the reconciliation activity `reconcileBatch`
+ * (activities/reconciliation.ts), its dry runs in the admin route's request. It pages through
  * the gateway's own lists of transfers and payments of the run's window and joins them with our
  * redemptions, charges and ledger. Its phases, each a bounded batch resumable from its cursor:
  *
@@ -94,8 +96,6 @@ export interface GatewayAuditDeps {
 
 /** What the audit reads at most per list and run: the window is the real bound, this one a backstop. */
 export const auditListedMax = 1_000_000;
-/** The window's default when a run was started without one (from the Temporal CLI): two days. */
-export const auditLookbackDaysDefault = 2;
 
 interface AuditContext extends ReconcileContext {
   /** Gateway resources created on or after this date (YYYY-MM-DD). */
@@ -248,17 +248,11 @@ function chargeEvidence(row: ChargeRow): Record<string, unknown> {
 // Phases
 // ---------------------------------------------------------------------------------------------
 
-function parseOffset(after: string | null): number {
-  if (after === null) return 0;
-  assert(/^\d{1,9}$/.test(after), `cursor offset ${after} is a number`);
-  return Number(after);
-}
-
 function listingPhase(kind: 'transfer' | 'bill' | 'payment'): AuditPhase {
   return {
     name: kind === 'transfer' ? 'transfers' : kind === 'bill' ? 'bill-payments' : 'payments',
     async batch(deps, ctx, after, limit) {
-      const offset = parseOffset(after);
+      const offset = offsetCursor(after);
       if (offset >= auditListedMax) return { scanned: 0, found: 0, next: null };
       const page = { dateCreatedFrom: ctx.since, limit: Math.min(limit, transferPageLimitMax), offset };
       const objects: AuditObject[] = [];
@@ -718,12 +712,6 @@ async function tellPlc(deps: GatewayAuditDeps, tokenId: string): Promise<void> {
 // Batches and dry runs
 // ---------------------------------------------------------------------------------------------
 
-/** The gateway's calendar date `days` days before `at`, YYYY-MM-DD. */
-export function auditWindowStart(at: Date, days: number): string {
-  const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'America/Sao_Paulo', year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
-  return new Date(Date.parse(`${today}T00:00:00Z`) - days * 86_400_000).toISOString().slice(0, 10);
-}
-
 async function auditContext(deps: GatewayAuditDeps, ctx: ReconcileContext): Promise<AuditContext> {
   const startedAt = await runStartedAt(deps.pool, ctx.runId);
   return { ...ctx, since: ctx.params.since ?? auditWindowStart(startedAt, auditLookbackDaysDefault), startedAt };
@@ -731,11 +719,11 @@ async function auditContext(deps: GatewayAuditDeps, ctx: ReconcileContext): Prom
 
 /** One batch of the audit from `cursor` (`<phase>:<key>`; null: the start). */
 export async function auditBatch(deps: GatewayAuditDeps, ctx: ReconcileContext, cursor: string | null, limit: number): Promise<BatchResult> {
-  assert(Number.isInteger(limit) && limit >= 1 && limit <= 1000, 'batch size within 1..1000');
   const context = await auditContext(deps, ctx);
-  const { index, phase, after } = phaseAt(gatewayAuditPhases, ctx.tool, cursor);
-  const result = await phase.batch(deps, context, after, limit);
-  return { phase: phase.name, scanned: result.scanned, found: result.found, cursor: cursorAfter(gatewayAuditPhases, index, result.next) };
+  const { phase, result, cursor: next } = await batchFrom(gatewayAuditPhases, ctx.tool, cursor, limit, (current, after) =>
+    current.batch(deps, context, after, limit),
+  );
+  return { phase, scanned: result.scanned, found: result.found, cursor: next };
 }
 
 /** A dry run inside the caller's request: lists and joins, records PLANNED findings, repairs and raises nothing. */
