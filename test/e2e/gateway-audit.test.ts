@@ -7,7 +7,8 @@ import { gatewayAuditSchedule } from '../../worker/schedules.ts';
 import { finishRedemption } from '../../db/redemptions.ts';
 import type { TransferWire } from '../../gateway/wire.ts';
 import type { Plc } from '../../src/protocol/index.ts';
-import { expectLedgerConsistent, finishedReport, replayAndRecord, transferablePlc, type Report } from '../support/reconcile.ts';
+import { replayAndRecord } from '../support/histories.ts';
+import { expectLedgerConsistent, finishedReport, transferablePlc, type Report } from '../support/reconcile.ts';
 import { bankSlipLine, redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { eventually } from '../support/temporal-cli.ts';
 import type { TestWallet } from '../support/wallet.ts';
@@ -33,7 +34,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-const record = (workflowId: string, name: string) => replayAndRecord(h.t, workflowId, name);
+const record = (workflowId: string, name: string) => replayAndRecord(h.t.temporal, workflowId, name);
 
 /** The audit's report; a real run that outlasts the request is awaited and read as it stored it. */
 const audit = (dryRun: boolean): Promise<Report> => finishedReport(h.t, h.admin, 'gateway-audit', dryRun ? '' : '?dry_run=false');

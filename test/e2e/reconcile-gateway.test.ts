@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Plc } from '../../src/protocol/index.ts';
-import { balanceOf, expectLedgerConsistent, reconcileReport, replayAndRecord, transactionsUnder, transferablePlc } from '../support/reconcile.ts';
+import { replayAndRecord } from '../support/histories.ts';
+import { balanceOf, expectLedgerConsistent, reconcileReport, transactionsUnder, transferablePlc } from '../support/reconcile.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { eventually } from '../support/temporal-cli.ts';
 import type { TestWallet } from '../support/wallet.ts';
@@ -110,7 +111,7 @@ async function everything(): Promise<unknown> {
   };
 }
 
-const record = (workflowId: string, name: string) => replayAndRecord(h.t, workflowId, name);
+const record = (workflowId: string, name: string) => replayAndRecord(h.t.temporal, workflowId, name);
 
 describe('pending-transfers', () => {
   it('settles a redemption whose TRANSFER_DONE webhook was dropped, by signalling its workflow (dry run first)', async () => {

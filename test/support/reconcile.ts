@@ -1,14 +1,10 @@
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, beforeEach, expect, inject } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
 import type { Pool } from '../../db/pool.ts';
 import { toReportResponse } from '../../api/routes/admin-reconcile.ts';
 import type { Plc } from '../../src/protocol/index.ts';
 import type { ReconcileReport } from '../../src/reconciliation/tools.ts';
 import { createTestApp, type TestApp } from './app.ts';
-import { temporalCliJson } from './temporal-cli.ts';
 import { hop, issue, newWallet, plcToJson, type TestWallet } from './wallet.ts';
 
 /**
@@ -124,15 +120,3 @@ export async function transferablePlc(
   return { plc: hop(plc, issuer, bearer), issuer, bearer };
 }
 
-/**
- * Replays a finished workflow's history against the current code and, on request
- * (RECORD_HISTORIES=1), records it as test/workflows/histories/<name>.json for the replay test.
- */
-export async function replayAndRecord(t: Pick<TestApp, 'temporal'>, workflowId: string, name: string): Promise<void> {
-  const history = await t.temporal.workflow.getHandle(workflowId).fetchHistory();
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
-  if (process.env.RECORD_HISTORIES === '1') {
-    const json = await temporalCliJson(['workflow', 'show', '--workflow-id', workflowId]);
-    writeFileSync(fileURLToPath(new URL(`../workflows/histories/${name}.json`, import.meta.url)), `${JSON.stringify(json, null, 1)}\n`);
-  }
-}

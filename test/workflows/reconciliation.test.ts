@@ -10,7 +10,8 @@ import { reconciliationWorkflow } from '../../workflows/reconciliation.ts';
 import { businessStatusKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { insertRawTransaction, setSnapshot, snapshotOf } from '../support/ledger.ts';
-import { expectLedgerConsistent, replayAndRecord } from '../support/reconcile.ts';
+import { replayAndRecord } from '../support/histories.ts';
+import { expectLedgerConsistent } from '../support/reconcile.ts';
 import { eventually } from '../support/temporal-cli.ts';
 
 /**
@@ -136,7 +137,7 @@ describe('reconciliation workflow', () => {
     expect(description.typedSearchAttributes.get(referenceIdKey)).toBe(runId);
     expect(description.typedSearchAttributes.get(businessStatusKey)).toBe('COMPLETED');
 
-    await replayAndRecord(t, workflowId, 'reconcile-fix-negative-balances-resumed');
+    await replayAndRecord(t.temporal, workflowId, 'reconcile-fix-negative-balances-resumed');
   }, 120_000);
 
   it('continues as new with its cursor when a run outgrows one execution, and reports once at the end', async () => {
