@@ -6,7 +6,7 @@ import type { Config } from '../infra/config.ts';
 import { DomainError, isDomainError } from '../src/errors.ts';
 import { retryability } from '../src/settlement/retry.ts';
 import { workflowIds } from '../workflows/ids.ts';
-import { redemptionWorkflow } from '../workflows/redemption.ts';
+import type { redemptionWorkflow } from '../workflows/redemption.ts';
 import { retrySettlementUpdate, type RetrySettlementResult } from '../workflows/redemption-messages.ts';
 import { bearerIdKey, businessStatusKey, tokenIdKey } from '../workflows/search-attributes.ts';
 import { withDomainErrors } from './temporal.ts';
@@ -73,7 +73,7 @@ export function createSettlementRetry(deps: { pool: Pool; temporal: Client; conf
         result = await withDomainErrors(() =>
           temporal.workflow.executeUpdateWithStart(retrySettlementUpdate, {
             args: [{ retryId, requestedBy: request.admin.username, reason: request.reason }],
-            startWorkflowOperation: new WithStartWorkflowOperation(redemptionWorkflow, {
+            startWorkflowOperation: new WithStartWorkflowOperation<typeof redemptionWorkflow>('redemptionWorkflow', {
               workflowId,
               taskQueue: config.TEMPORAL_TASK_QUEUE,
               args: [

@@ -2,16 +2,15 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  defineUpdate,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { ChargeActivities, ChargeState, OpenChargeInput } from '../activities/charges.ts';
+import type { ChargeActivities, ChargeState } from '../activities/charges.ts';
 import { paymentStatuses, type PaymentStatus } from '../gateway/types.ts';
 import { isFinalPaymentStatus, isPaidPaymentStatus, shouldApplyPaymentStatus } from '../gateway/status.ts';
-import { paymentEventSignal } from './charge-signals.ts';
+import { createChargeUpdate, paymentEventSignal } from './charge-signals.ts';
 import { failureType } from './failure-type.ts';
 import { businessStatusKey, referenceIdKey } from './search-attributes.ts';
 
@@ -65,7 +64,6 @@ const bookings = proxyActivities<ChargeActivities>({
   retry: { maximumAttempts: 50, initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
-export const createChargeUpdate = defineUpdate<ChargeState, [OpenChargeInput]>('createCharge');
 
 export interface ChargeWorkflowInput {
   chargeId: string;

@@ -1,12 +1,12 @@
 import {
   allHandlersFinished,
   condition,
-  defineUpdate,
   proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { BookDepositInput, BookDepositResult, LedgerActivities } from '../activities/ledger.ts';
+import type { BookDepositResult, LedgerActivities } from '../activities/ledger.ts';
+import { bookDepositUpdate } from './deposit-messages.ts';
 import { failureType } from './failure-type.ts';
 import { businessStatusKey } from './search-attributes.ts';
 
@@ -22,7 +22,6 @@ const { bookDeposit } = proxyLocalActivities<LedgerActivities>({
   retry: { maximumAttempts: 5, initialInterval: '100 milliseconds', maximumInterval: '2 seconds' },
 });
 
-export const bookDepositUpdate = defineUpdate<BookDepositResult, [BookDepositInput]>('bookDeposit');
 
 export interface DepositWorkflowInput {
   idempotencyKey: string;

@@ -1,9 +1,9 @@
 /** Every workflow the worker runs; one file per business process. */
-export { chargeWorkflow, createChargeUpdate } from './charge.ts';
-export { depositWorkflow, bookDepositUpdate } from './deposit.ts';
+export { chargeWorkflow } from './charge.ts';
+export { depositWorkflow } from './deposit.ts';
 export { expireTokensWorkflow } from './expire-sweep.ts';
 export { ledgerCheckWorkflow } from './ledger-check.ts';
-export { limitReviewWorkflow, openLimitRequestUpdate, decideLimitRequestUpdate } from './limit-review.ts';
+export { limitReviewWorkflow } from './limit-review.ts';
 export { pinResetEmailWorkflow } from './pin-reset-email.ts';
 export { plcWorkflow } from './plc.ts';
 export { issuePlcUpdate, cancelPlcUpdate, plcTransferredSignal, plcRedemptionFinishedSignal } from './plc-messages.ts';

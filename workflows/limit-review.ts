@@ -1,6 +1,7 @@
-import { allHandlersFinished, ApplicationFailure, condition, defineUpdate, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import type { LimitDecisionInput, LimitRequestState, LimitReviewActivities, OpenLimitRequestInput } from '../activities/plc-limits.ts';
+import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import type { LimitRequestState, LimitReviewActivities } from '../activities/plc-limits.ts';
 import { failureType } from './failure-type.ts';
+import { decideLimitRequestUpdate, openLimitRequestUpdate } from './limit-review-messages.ts';
 import { businessStatusKey } from './search-attributes.ts';
 
 /**
@@ -28,8 +29,6 @@ export interface LimitReviewInput {
   reviewTimeoutMs?: number;
 }
 
-export const openLimitRequestUpdate = defineUpdate<LimitRequestState, [OpenLimitRequestInput]>('openLimitRequest');
-export const decideLimitRequestUpdate = defineUpdate<LimitRequestState, [LimitDecisionInput]>('decideLimitRequest');
 
 export type LimitReviewResult = { status: 'REFUSED'; code: string } | { status: 'APPROVED' | 'REJECTED' | 'EXPIRED'; request: LimitRequestState };
 

@@ -9,7 +9,7 @@ import { listRedemptions } from '../../db/redemptions.ts';
 import { listRiskFlags, resolveRiskFlag, riskFlagTypes, riskSeverities, type RiskFlagRow } from '../../db/risk-flags.ts';
 import { DomainError } from '../../src/errors.ts';
 import { bytesToHex, generateKeyPair } from '../../src/protocol/index.ts';
-import { expireTokensWorkflow } from '../../workflows/expire-sweep.ts';
+import type { expireTokensWorkflow } from '../../workflows/expire-sweep.ts';
 import { businessStatusKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { toChainEntry, toPlcJson, toPlcStatus } from '../plc-views.ts';
 import { adminErrors, booleanQuery, errorResponse, pageQuery } from '../schemas/common.ts';
@@ -207,7 +207,7 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const runId = randomUUID();
       const workflowId = `expire-tokens-${runId}`;
-      const handle = await temporal.workflow.start(expireTokensWorkflow, {
+      const handle = await temporal.workflow.start<typeof expireTokensWorkflow>('expireTokensWorkflow', {
         workflowId,
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         args: [{ runId, graceMs: config.CLOCK_TOLERANCE_MS, batchSize: 100, batchesMax: 1000 }],

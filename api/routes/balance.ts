@@ -12,7 +12,8 @@ import { depositLedgerKey } from '../../src/ledger/keys.ts';
 import { moneyModel } from '../../src/ledger/money-model.ts';
 import type { Currency } from '../../src/money/currency.ts';
 import { workflowIds } from '../../workflows/ids.ts';
-import { bookDepositUpdate, depositWorkflow } from '../../workflows/deposit.ts';
+import type { depositWorkflow } from '../../workflows/deposit.ts';
+import { bookDepositUpdate } from '../../workflows/deposit-messages.ts';
 import { ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { adminErrors, errorResponse, pageQuery, standardErrors } from '../schemas/common.ts';
 import { balanceResponse, idempotencyKeyHeader, toBalanceResponse, toTransactionItem, transactionItem } from '../schemas/ledger.ts';
@@ -37,7 +38,7 @@ export async function bookDeposit(
 ) {
   const { temporal, config } = app.deps;
   const { idempotencyKey, ownerId } = deposit;
-  const startWorkflowOperation = new WithStartWorkflowOperation(depositWorkflow, {
+  const startWorkflowOperation = new WithStartWorkflowOperation<typeof depositWorkflow>('depositWorkflow', {
     workflowId: workflowIds.deposit(idempotencyKey),
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     args: [{ idempotencyKey, ownerId }],

@@ -7,7 +7,8 @@ import { examplePubkeys } from '../schemas/examples.ts';
 import { getCharge, getChargeByPaymentId, hasPaymentInstructions, type ChargeBillingType, type ChargeRow } from '../../db/charges.ts';
 import { isGatewayError } from '../../gateway/index.ts';
 import { DomainError } from '../../src/errors.ts';
-import { chargeWorkflow, createChargeUpdate } from '../../workflows/charge.ts';
+import type { chargeWorkflow } from '../../workflows/charge.ts';
+import { createChargeUpdate } from '../../workflows/charge-signals.ts';
 import { businessStatusKey, ownerIdKey } from '../../workflows/search-attributes.ts';
 import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
 import {
@@ -128,7 +129,7 @@ export async function chargeRoutes(app: FastifyInstance): Promise<void> {
     const amountMinor = parseMoney(body.amount, 'BRL', { positive: true });
     const chargeId = chargeIdForKey(key);
     const ownerId = body.owner_id;
-    const startWorkflowOperation = new WithStartWorkflowOperation(chargeWorkflow, {
+    const startWorkflowOperation = new WithStartWorkflowOperation<typeof chargeWorkflow>('chargeWorkflow', {
       workflowId: `charge-${chargeId}`,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       args: [{ chargeId, ownerId, billingType, ...(config.CHARGE_WAIT_OVERRIDE_MS === undefined ? {} : { waitOverrideMs: config.CHARGE_WAIT_OVERRIDE_MS }) }],

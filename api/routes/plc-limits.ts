@@ -11,7 +11,8 @@ import { checkIncreaseRequest, increaseRequestRoute, type Ceilings } from '../..
 import { formatAmount } from '../../src/money/currency.ts';
 import { reputationTierNames } from '../../src/reputation/rules.ts';
 import { workflowIds } from '../../workflows/ids.ts';
-import { decideLimitRequestUpdate, limitReviewWorkflow, openLimitRequestUpdate } from '../../workflows/limit-review.ts';
+import type { limitReviewWorkflow } from '../../workflows/limit-review.ts';
+import { decideLimitRequestUpdate, openLimitRequestUpdate } from '../../workflows/limit-review-messages.ts';
 import { businessStatusKey, deviceIdKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { deviceRateLimit } from '../device-id.ts';
 import { examplePubkeys } from '../schemas/examples.ts';
@@ -237,7 +238,7 @@ export async function plcLimitRoutes(app: FastifyInstance): Promise<void> {
       }
       const requestId = randomUUID();
       const workflowId = workflowIds.limitReview(requestId);
-      const startWorkflowOperation = new WithStartWorkflowOperation(limitReviewWorkflow, {
+      const startWorkflowOperation = new WithStartWorkflowOperation<typeof limitReviewWorkflow>('limitReviewWorkflow', {
         workflowId,
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         args: [{ requestId, reviewTimeoutMs: config.LIMIT_REVIEW_TIMEOUT_SECONDS * 1000 }],

@@ -9,7 +9,7 @@ import { classifyGatewayWebhook, type TransferValidationAnswer } from '../../gat
 import { decideTransferValidation } from '../../services/gateway-word.ts';
 import { settledOnArrival } from '../../services/webhook-intake.ts';
 import { DomainError } from '../../src/errors.ts';
-import { webhookEventWorkflow } from '../../workflows/webhook-event.ts';
+import type { webhookEventWorkflow } from '../../workflows/webhook-event.ts';
 import { referenceIdKey } from '../../workflows/search-attributes.ts';
 import { parseStrictJson } from '../plugins/json-body.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
@@ -121,7 +121,7 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
 
   async function startProcessing(row: InboxRow): Promise<void> {
     try {
-      await temporal.workflow.start(webhookEventWorkflow, {
+      await temporal.workflow.start<typeof webhookEventWorkflow>('webhookEventWorkflow', {
         workflowId: `webhook-${row.provider}-${row.event_id}`,
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         args: [{ inboxId: row.id }],
