@@ -20,7 +20,7 @@ import {
 import { wireValueFromMinor } from '../../gateway/money.ts';
 import { isValidCnpj, isValidCpf, isValidPixKey, boletoAmountMinorMax } from '../documents.ts';
 import type { FaultInjector } from '../faults.ts';
-import { SimulatorApiError, type GatewayState } from '../gateway-state.ts';
+import { SimulatorApiError, type GatewayState, type ListQueryOf } from '../gateway-state.ts';
 import type { WebhookDispatcher } from '../webhook-queue.ts';
 
 /**
@@ -177,10 +177,22 @@ function keysMatch(given: string, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-function dateRange(query: { 'dateCreated[ge]'?: string | undefined; 'dateCreated[le]'?: string | undefined }) {
+/** A list's query string as the state's lists take it. */
+function listFilter<Status extends string>(query: {
+  status?: Status | undefined;
+  externalReference?: string | undefined;
+  'dateCreated[ge]'?: string | undefined;
+  'dateCreated[le]'?: string | undefined;
+  limit: number;
+  offset: number;
+}): ListQueryOf<Status> {
   return {
-    ...(query['dateCreated[ge]'] === undefined ? {} : { dateCreatedGe: query['dateCreated[ge]'] }),
-    ...(query['dateCreated[le]'] === undefined ? {} : { dateCreatedLe: query['dateCreated[le]'] }),
+    status: query.status,
+    externalReference: query.externalReference,
+    dateCreatedGe: query['dateCreated[ge]'],
+    dateCreatedLe: query['dateCreated[le]'],
+    limit: query.limit,
+    offset: query.offset,
   };
 }
 
@@ -270,14 +282,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
 
   app.get('/payments', async (request): Promise<ListWire<PaymentWire>> => {
     const query = parseListQuery(listPaymentsQuery, request.query);
-    const page = state.listPayments({
-      ...(query.status === undefined ? {} : { status: query.status }),
-      ...(query.customer === undefined ? {} : { customer: query.customer }),
-      ...(query.externalReference === undefined ? {} : { externalReference: query.externalReference }),
-      ...dateRange(query),
-      limit: query.limit,
-      offset: query.offset,
-    });
+    const page = state.listPayments({ ...listFilter(query), customer: query.customer });
     return list(page.data, page.totalCount, page.hasMore, query.limit, query.offset);
   });
 
@@ -318,13 +323,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
 
   app.get('/transfers', async (request): Promise<ListWire<TransferWire>> => {
     const query = parseListQuery(listTransfersQuery, request.query);
-    const page = state.listTransfers({
-      ...(query.status === undefined ? {} : { status: query.status }),
-      ...(query.externalReference === undefined ? {} : { externalReference: query.externalReference }),
-      ...dateRange(query),
-      limit: query.limit,
-      offset: query.offset,
-    });
+    const page = state.listTransfers(listFilter(query));
     return list(page.data, page.totalCount, page.hasMore, query.limit, query.offset);
   });
 
@@ -351,13 +350,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
 
   app.get('/bill', async (request): Promise<ListWire<BillPaymentWire>> => {
     const query = parseListQuery(listTransfersQuery, request.query);
-    const page = state.listBillPayments({
-      ...(query.status === undefined ? {} : { status: query.status }),
-      ...(query.externalReference === undefined ? {} : { externalReference: query.externalReference }),
-      ...dateRange(query),
-      limit: query.limit,
-      offset: query.offset,
-    });
+    const page = state.listBillPayments(listFilter(query));
     return list(page.data, page.totalCount, page.hasMore, query.limit, query.offset);
   });
 
