@@ -34,7 +34,7 @@ import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { redeemPlcRequest } from '../api/schemas/redemption.ts';
-import { hexToBytes, plcFromJson, verifyPlc, verifyRedeem } from '../src/protocol/index.ts';
+import { plcFromJson, redeemAuthorizationFromJson, verifyPlc, verifyRedeem } from '../src/protocol/index.ts';
 import { positiveInt } from './support/args.ts';
 import { commandVersion, formatNumber, formatTable, machineInfo } from './support/report.ts';
 import {
@@ -356,16 +356,7 @@ function measureVerification(bodies: readonly string[], toleranceMs: number): { 
     const t0 = performance.now();
     const body = redeemPlcRequest.parse(JSON.parse(text));
     const plc = plcFromJson(body.plc);
-    const a = body.authorization;
-    const authorization = {
-      tokenId: a.token_id,
-      headHash: hexToBytes(a.head_hash, 32),
-      settlementRail: a.settlement_rail,
-      destination: a.destination,
-      timestampMs: a.timestamp_ms,
-      bearerPublicKey: hexToBytes(a.bearer_pubkey, 32),
-      signature: hexToBytes(a.signature, 64),
-    };
+    const authorization = redeemAuthorizationFromJson(body.authorization);
     const t1 = performance.now();
     const verification = verifyPlc(plc, { clockToleranceMs: toleranceMs });
     const t2 = performance.now();

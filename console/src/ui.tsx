@@ -1,6 +1,7 @@
 import type { ComponentChildren, VNode } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiError, workflowLink, type ConsoleConfig } from './api.ts';
+import { shortId } from './format.ts';
 
 /** Shared pieces of the console's pages. */
 
@@ -91,6 +92,25 @@ export function ListTable<T>(props: { testId: string; heads: readonly string[]; 
       </thead>
       <tbody>{props.items.map(props.row)}</tbody>
     </table>
+  );
+}
+
+/** A PLC's short id, linking to its page. */
+export function PlcLink(props: { tokenId: string }) {
+  return <a href={`#/plc/${props.tokenId}`}>{shortId(props.tokenId)}</a>;
+}
+
+/** A redemption's short id, linking to its page. */
+export function RedemptionLink(props: { redemptionId: string }) {
+  return <a href={`#/redemption/${props.redemptionId}`}>{shortId(props.redemptionId)}</a>;
+}
+
+/** An amount and its currency in a table's number column. */
+export function AmountCell(props: { amount: string; currency: string }) {
+  return (
+    <td class="num">
+      {props.amount} {props.currency}
+    </td>
   );
 }
 

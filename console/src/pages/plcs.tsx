@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, type ConsoleConfig, type Session } from '../api.ts';
 import { pubkeyPattern, shortId, uuidPattern, when } from '../format.ts';
-import { Card, ErrorBox, ListTable, Status, useLoad, WorkflowLink } from '../ui.tsx';
+import { AmountCell, Card, ErrorBox, ListTable, PlcLink, RedemptionLink, Status, useLoad, WorkflowLink } from '../ui.tsx';
 
 interface PlcStatus {
   token_id: string;
@@ -109,14 +109,12 @@ export function PlcSearchPage(props: { session: Session; query: string }) {
         row={(plc) => (
           <tr key={plc.token_id}>
             <td>
-              <a href={`#/plc/${plc.token_id}`}>{shortId(plc.token_id)}</a>
+              <PlcLink tokenId={plc.token_id} />
             </td>
             <td>
               <Status value={plc.status} />
             </td>
-            <td class="num">
-              {plc.amount} {plc.currency}
-            </td>
+            <AmountCell amount={plc.amount} currency={plc.currency} />
             <td class="num">{plc.chain_length}</td>
             <td>{shortId(plc.issuer_pubkey)}</td>
             <td>{shortId(plc.bearer_pubkey)}</td>
@@ -230,7 +228,7 @@ export function PlcDetailPage(props: { session: Session; config: ConsoleConfig; 
                 {data.redemptions.map((redemption) => (
                   <tr key={redemption.redemption_id}>
                     <td>
-                      <a href={`#/redemption/${redemption.redemption_id}`}>{shortId(redemption.redemption_id)}</a>
+                      <RedemptionLink redemptionId={redemption.redemption_id} />
                     </td>
                     <td>
                       <Status value={redemption.status} />

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, type ConsoleConfig, type Session } from '../api.ts';
 import { shortId, uuidPattern, when } from '../format.ts';
-import { Card, ErrorBox, ListTable, Status, useAction, useLoad, WorkflowLink } from '../ui.tsx';
+import { AmountCell, Card, ErrorBox, ListTable, PlcLink, RedemptionLink, Status, useAction, useLoad, WorkflowLink } from '../ui.tsx';
 
 interface Redemption {
   redemption_id: string;
@@ -62,18 +62,16 @@ export function RedemptionsPage(props: { session: Session; config: ConsoleConfig
         row={(row) => (
           <tr key={row.redemption_id}>
             <td>
-              <a href={`#/redemption/${row.redemption_id}`}>{shortId(row.redemption_id)}</a>
+              <RedemptionLink redemptionId={row.redemption_id} />
             </td>
             <td>
-              <a href={`#/plc/${row.token_id}`}>{shortId(row.token_id)}</a>
+              <PlcLink tokenId={row.token_id} />
             </td>
             <td>
               <Status value={row.status} />
             </td>
             <td>{row.gateway_status ?? '—'}</td>
-            <td class="num">
-              {row.amount} {row.currency}
-            </td>
+            <AmountCell amount={row.amount} currency={row.currency} />
             <td>{when(row.created_at)}</td>
             <td>
               <WorkflowLink config={props.config} workflowId={row.workflow_id} />
@@ -150,7 +148,7 @@ export function RedemptionDetailPage(props: { session: Session; config: ConsoleC
             </dd>
             <dt>PLC</dt>
             <dd>
-              <a href={`#/plc/${data.token_id}`}>{shortId(data.token_id)}</a>
+              <PlcLink tokenId={data.token_id} />
             </dd>
             <dt>to</dt>
             <dd>{data.destination_masked}</dd>

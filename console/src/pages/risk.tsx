@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, type Session } from '../api.ts';
 import { shortId, when } from '../format.ts';
-import { ErrorBox, ListTable, Status, useAction, useLoad } from '../ui.tsx';
+import { ErrorBox, ListTable, PlcLink, Status, useAction, useLoad } from '../ui.tsx';
 
 interface RiskFlag {
   id: string;
@@ -70,7 +70,7 @@ export function RiskPage(props: { session: Session; resolved: boolean }) {
             </td>
             <td>{flag.severity}</td>
             <td>{flag.subject_pubkey === null ? '—' : <a href={`#/plcs?q=${flag.subject_pubkey}`}>{shortId(flag.subject_pubkey)}</a>}</td>
-            <td>{flag.token_id === null ? '—' : <a href={`#/plc/${flag.token_id}`}>{shortId(flag.token_id)}</a>}</td>
+            <td>{flag.token_id === null ? '—' : <PlcLink tokenId={flag.token_id} />}</td>
             <td class="num">{flag.occurrences}</td>
             <td>
               {flag.resolved ? `${flag.resolved_by ?? ''}${flag.resolution_note === null ? '' : `: ${flag.resolution_note}`}` : <ResolveButton session={props.session} flag={flag} onResolved={reload} />}
