@@ -196,6 +196,11 @@ function listFilter<Status extends string>(query: {
   };
 }
 
+/** The description and external reference a create may carry, null when absent. */
+function texts(body: { description?: string | undefined; externalReference?: string | undefined }) {
+  return { description: body.description ?? null, externalReference: body.externalReference ?? null };
+}
+
 function list<T>(data: T[], totalCount: number, hasMore: boolean, limit: number, offset: number): ListWire<T> {
   return { object: 'list', hasMore, totalCount, limit, offset, data };
 }
@@ -233,7 +238,9 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     return JSON.stringify({ errors: [{ code: 'internal_error', description: 'injected fault: the response was lost' }] });
   });
 
-  const created = <T>(reply: FastifyReply, result: { resource: T; replayed: boolean }): T => {
+  /** A create, under the request's Idempotency-Key and its body's fingerprint; a replay says so in a header. */
+  const create = <T>(request: FastifyRequest, reply: FastifyReply, make: (key: string | null, fingerprint: string) => { resource: T; replayed: boolean }): T => {
+    const result = make(idempotencyKeyOf(request), fingerprintOf(request.body));
     if (result.replayed) void reply.header('x-idempotency-replayed', 'true');
     return result.resource;
   };
@@ -242,13 +249,11 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
 
   app.post('/customers', async (request, reply) => {
     const body = parseBody(customerCreateBody, request.body);
-    const key = idempotencyKeyOf(request);
-    return created(
-      reply,
+    return create(request, reply, (key, fingerprint) =>
       state.createCustomer(
         { name: body.name, cpfCnpj: body.cpfCnpj ?? null, email: body.email ?? null, externalReference: body.externalReference ?? null },
         key,
-        fingerprintOf(request.body),
+        fingerprint,
       ),
     );
   });
@@ -262,20 +267,11 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     if (body.billingType === 'BOLETO' && body.value > boletoAmountMinorMax) {
       throw new SimulatorApiError(400, 'invalid_value', `a Boleto carries at most ${wireValueFromMinor(boletoAmountMinorMax)}`);
     }
-    const key = idempotencyKeyOf(request);
-    return created(
-      reply,
+    return create(request, reply, (key, fingerprint) =>
       state.createPayment(
-        {
-          customerId: body.customer,
-          billingType: body.billingType,
-          valueMinor: body.value,
-          dueDate: body.dueDate,
-          description: body.description ?? null,
-          externalReference: body.externalReference ?? null,
-        },
+        { customerId: body.customer, billingType: body.billingType, valueMinor: body.value, dueDate: body.dueDate, ...texts(body) },
         key,
-        fingerprintOf(request.body),
+        fingerprint,
       ),
     );
   });
@@ -302,20 +298,8 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     if (!isValidPixKey(body.pixAddressKeyType, body.pixAddressKey)) {
       throw new SimulatorApiError(400, 'invalid_pixAddressKey', `pixAddressKey is not a valid ${body.pixAddressKeyType} key`);
     }
-    const key = idempotencyKeyOf(request);
-    return created(
-      reply,
-      state.createTransfer(
-        {
-          valueMinor: body.value,
-          pixAddressKey: body.pixAddressKey,
-          pixAddressKeyType: body.pixAddressKeyType,
-          description: body.description ?? null,
-          externalReference: body.externalReference ?? null,
-        },
-        key,
-        fingerprintOf(request.body),
-      ),
+    return create(request, reply, (key, fingerprint) =>
+      state.createTransfer({ valueMinor: body.value, pixAddressKey: body.pixAddressKey, pixAddressKeyType: body.pixAddressKeyType, ...texts(body) }, key, fingerprint),
     );
   });
 
@@ -331,18 +315,8 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
 
   app.post('/bill', async (request, reply) => {
     const body = parseBody(billPaymentCreateBody, request.body);
-    return created(
-      reply,
-      state.createBillPayment(
-        {
-          valueMinor: body.value,
-          identificationField: body.identificationField,
-          description: body.description ?? null,
-          externalReference: body.externalReference ?? null,
-        },
-        idempotencyKeyOf(request),
-        fingerprintOf(request.body),
-      ),
+    return create(request, reply, (key, fingerprint) =>
+      state.createBillPayment({ valueMinor: body.value, identificationField: body.identificationField, ...texts(body) }, key, fingerprint),
     );
   });
 
