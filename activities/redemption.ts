@@ -19,10 +19,9 @@ import { decideRetry, payoutIdempotencyKey, type PayoutProbe } from '../src/sett
 import { raiseRiskFlag } from '../db/risk-flags.ts';
 import { DomainError } from '../src/errors.ts';
 import { forkFindingOf } from '../src/plc/fork-check.ts';
-import { decideRegistration, type KnownRecord } from '../src/plc/register-transfers.ts';
+import { decideRegistration, toTransferRecord, type KnownRecord } from '../src/plc/register-transfers.ts';
 import { refuseFork } from '../services/fork-check.ts';
 import { readRedemptionTransfer } from '../services/reconcile-gateway.ts';
-import { hexToBytes, type TransferRecord } from '../src/protocol/index.ts';
 import { plcRedemptionFinishedSignal } from '../workflows/plc-messages.ts';
 import { refusalsAsFailures } from './failures.ts';
 import type { PayoutDestinationType, PayoutRail } from '../src/settlement/payout-destination.ts';
@@ -94,18 +93,6 @@ export function toRedemptionState(row: RedemptionRow): RedemptionState {
 }
 
 export type PayoutStatus = { final: false; gatewayStatus: string } | { final: true; done: boolean; gatewayStatus: string; failReason: string | null };
-
-function toTransferRecord(record: KnownRecord): TransferRecord {
-  return {
-    senderPublicKey: hexToBytes(record.senderPubkey, 32),
-    recipientPublicKey: hexToBytes(record.recipientPubkey, 32),
-    timestampMs: record.timestampMs,
-    nonce: hexToBytes(record.nonce, 16),
-    prevHash: hexToBytes(record.prevHash, 32),
-    signature: hexToBytes(record.signature, 64),
-    hash: hexToBytes(record.recordHash, 32),
-  };
-}
 
 function classifyTransfer(status: string, failReason: string | null): PayoutStatus {
   const outcome = payoutOutcome(status);

@@ -12,6 +12,7 @@ import {
   queueForRemoval,
   recordMonitorCheck,
   recordMonitorRemovals,
+  type PenaltyAction,
 } from '../db/webhook-monitor.ts';
 import { gatewayFailureKind, isGatewayError, type GatewayClient, type GatewayWebhook } from '../gateway/index.ts';
 import { needsRemoval, requestBackoffRemoval } from '../services/webhook-cooldown.ts';
@@ -137,6 +138,18 @@ export function createWebhookMonitorActivities(deps: { pool: Pool; gateway: Gate
       const workflowExecution = executionOf();
       const run = { workflowId: workflowExecution.workflowId, runId: workflowExecution.runId, mode: input.mode };
       const keyOf = (webhookId: string, what: string): string => `${run.workflowId}:${run.runId}:${webhookId}:${what}`;
+      /** The monitor's own entry about one webhook, keyed by this run, the webhook and `what`. */
+      const monitorEntry = (webhook: GatewayWebhook, action: PenaltyAction, what: string, interrupted: boolean, detail?: unknown) => ({
+        webhookId: webhook.id,
+        action,
+        penalizedRequestsCount: webhook.penalizedRequestsCount ?? 0,
+        interrupted,
+        source: 'monitor' as const,
+        actor: run.workflowId,
+        workflowId: run.workflowId,
+        operationKey: keyOf(webhook.id, what),
+        detail,
+      });
       let webhooks: GatewayWebhook[];
       try {
         webhooks = await gateway.listWebhooks({ signal: Context.current().cancellationSignal });
@@ -153,16 +166,7 @@ export function createWebhookMonitorActivities(deps: { pool: Pool; gateway: Gate
           if (queuedBefore.has(webhook.id)) {
             await withTransaction(pool, async (client) => {
               await dequeueRemoval(client, webhook.id);
-              await appendPenaltyLog(client, {
-                webhookId: webhook.id,
-                action: 'RECOVERED',
-                penalizedRequestsCount: count,
-                interrupted: false,
-                source: 'monitor',
-                actor: run.workflowId,
-                workflowId: run.workflowId,
-                operationKey: keyOf(webhook.id, 'recovered'),
-              });
+              await appendPenaltyLog(client, monitorEntry(webhook, 'RECOVERED', 'recovered', false));
             });
             summary.recovered += 1;
           }
@@ -173,29 +177,10 @@ export function createWebhookMonitorActivities(deps: { pool: Pool; gateway: Gate
         if (webhook.interrupted) summary.interrupted += 1;
         else summary.penalized += 1;
         await withTransaction(pool, async (client) => {
-          await appendPenaltyLog(client, {
-            webhookId: webhook.id,
-            action: reason,
-            penalizedRequestsCount: count,
-            interrupted: webhook.interrupted,
-            source: 'monitor',
-            actor: run.workflowId,
-            workflowId: run.workflowId,
-            operationKey: keyOf(webhook.id, 'seen'),
-            detail: { enabled: webhook.enabled, url: webhook.url },
-          });
+          await appendPenaltyLog(client, monitorEntry(webhook, reason, 'seen', webhook.interrupted, { enabled: webhook.enabled, url: webhook.url }));
           const inserted = await queueForRemoval(client, { webhookId: webhook.id, reason, penalizedRequestsCount: count });
           if (inserted) {
-            await appendPenaltyLog(client, {
-              webhookId: webhook.id,
-              action: 'QUEUED',
-              penalizedRequestsCount: count,
-              interrupted: webhook.interrupted,
-              source: 'monitor',
-              actor: run.workflowId,
-              workflowId: run.workflowId,
-              operationKey: keyOf(webhook.id, 'queued'),
-            });
+            await appendPenaltyLog(client, monitorEntry(webhook, 'QUEUED', 'queued', webhook.interrupted));
           }
         });
         summary.queued += 1;

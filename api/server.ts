@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { createPool } from '../db/pool.ts';
-import { createGatewayClient } from '../gateway/index.ts';
+import { configuredGatewayClient } from '../infra/gateway-client.ts';
 import { prepareDatabaseAt, onShutdownSignal } from '../infra/bootstrap.ts';
 import { stopWhenSupervisorExits } from '../infra/supervised.ts';
 import { ConfigError, loadConfig, tracingEnabled } from '../infra/config.ts';
@@ -47,12 +47,7 @@ async function main(): Promise<void> {
     ...(tracing === null ? {} : { interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } }),
   });
   const metrics = config.METRICS_ENABLED ? createServiceMetrics({ process: 'api', database: metricsDatabaseReaders(pool) }) : null;
-  const gateway = createGatewayClient({
-    baseUrl: config.GATEWAY_BASE_URL,
-    apiKey: config.GATEWAY_API_KEY,
-    timeoutMs: config.GATEWAY_TIMEOUT_MS,
-    ...(metrics === null ? {} : { observe: metrics.observeGatewayCall }),
-  });
+  const gateway = configuredGatewayClient(config, metrics);
   const security = createSecurityService({ pool, temporal, config });
   const app = await buildApp({ deps: { config, pool, temporal, gateway, security }, logger, metrics });
   await app.listen({ host: config.HOST, port: config.PORT });

@@ -46,18 +46,13 @@ import { findViolations, postTransaction } from '../db/ledger.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { createPool, withTransaction, type PoolClient } from '../db/pool.ts';
 import { moneyModel, type Entry } from '../src/ledger/money-model.ts';
+import { positiveInt } from './support/args.ts';
 import { ownCpuMs, processesCpuMs } from './support/cpu.ts';
 import { pgbenchInit, pgbenchTablesDrop, pgbenchTpcb, referencePgbenchTps, type PgbenchRun } from './support/pgbench.ts';
 import { formatNumber, formatTable, machineInfo } from './support/report.ts';
 import { runClosedLoop, type ClosedLoopResult } from './support/timing.ts';
 
 const targets = { spreadPerSecond: 3000, hotOverSpread: 0.7, spreadOverBaseline: 0.5 } as const;
-
-function positiveInt(name: string, text: string, max: number): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1 || value > max) throw new Error(`--${name} must be an integer from 1 to ${max}, got "${text}"`);
-  return value;
-}
 
 const { values: args } = parseArgs({
   options: {

@@ -29,7 +29,6 @@
  * removed at the end (bench/protocol/services.ts). Prints the machine, progress lines, a table
  * against the targets and the CPU each process spent per request (where the time goes).
  */
-import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -50,17 +49,12 @@ import { baselinePath, floorPath, startServices, type ApiProcess, type BenchServ
 import type { ApiCpu } from './protocol/api-process.ts';
 import { prepareTransfer, runLoad, type Entry, type LoadRun, type PreparedTransfer } from './protocol/transfer-load.ts';
 import { runPosBatchPart, type PosBatchRound } from './protocol/pos-batch.ts';
-import { formatNumber, formatTable, machineInfo } from './support/report.ts';
+import { positiveInt } from './support/args.ts';
+import { commandVersion, formatNumber, formatTable, machineInfo } from './support/report.ts';
 import { percentile } from './support/stats.ts';
 import { describeWorkflowThreadGuard } from '../worker/workflow-thread-guard.ts';
 
 const targets = { nodeOverRaw: 0.8, transferPerSecond: 1500, transferP99Ms: 50, transferOverFloor: 0.6, createOverBare: 0.7, createP50MsAt2: 80, twoOverOne: 0.9 } as const;
-
-function positiveInt(name: string, text: string, max: number): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1 || value > max) throw new Error(`--${name} must be an integer from 1 to ${max}, got "${text}"`);
-  return value;
-}
 
 const { values: args } = parseArgs({
   options: {
@@ -117,11 +111,6 @@ const log = (line: string) => process.stdout.write(`${line}\n`);
 const ms = (value: number) => (Number.isFinite(value) ? value.toFixed(1) : 'n/a');
 const pct = (value: number) => `${(value * 100).toFixed(0)}%`;
 const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
-
-function commandVersion(command: string, versionArgs: string[]): string {
-  const result = spawnSync(command, versionArgs, { encoding: 'utf8', timeout: 10_000 });
-  return result.status === 0 ? result.stdout.trim().split('\n')[0] ?? '?' : '?';
-}
 
 /** CPU milliseconds per request of each process, from a window's totals. */
 function cpuRow(name: string, requests: number, perSecond: number, cpu: CpuSpent, cpuCount: number): string[] {
@@ -437,44 +426,13 @@ async function main(): Promise<void> {
         [
           ...transfer.map(({ name, run }) => [
             name,
-            formatNumber(run.result.perSecond),
-            String(run.result.latencyP50Ms),
-            String(run.result.latencyP99Ms),
-            String(run.result.latencyMaxMs),
-            String(run.result.non2xx),
-            String(run.result.errors),
+            ...loadCells(run.result),
             run.result.meanRecords.toFixed(1),
             String(run.result.appendedRecords),
             String(run.result.unchangedAnswers),
           ]),
-          ...(floor === undefined
-            ? []
-            : [
-                [
-                  'floor (parse, 1 verify, 1 INSERT in a transaction)',
-                  formatNumber(floor.result.perSecond),
-                  String(floor.result.latencyP50Ms),
-                  String(floor.result.latencyP99Ms),
-                  String(floor.result.latencyMaxMs),
-                  String(floor.result.non2xx),
-                  String(floor.result.errors),
-                  '',
-                  '',
-                  '',
-                ],
-              ]),
-          [
-            'baseline (1 INSERT)',
-            formatNumber(baseline.result.perSecond),
-            String(baseline.result.latencyP50Ms),
-            String(baseline.result.latencyP99Ms),
-            String(baseline.result.latencyMaxMs),
-            String(baseline.result.non2xx),
-            String(baseline.result.errors),
-            '',
-            '',
-            '',
-          ],
+          ...(floor === undefined ? [] : [['floor (parse, 1 verify, 1 INSERT in a transaction)', ...loadCells(floor.result), '', '', '']]),
+          ['baseline (1 INSERT)', ...loadCells(baseline.result), '', '', ''],
         ],
       ),
     );
@@ -635,6 +593,18 @@ main().then(
 
 /** Items per statement of each group commit between two `groupCommitStats()` readings. */
 type GroupCommitStats = ReturnType<typeof groupCommitStats>;
+
+/** The columns every load run fills in part (b)'s table: rate, latencies, failures. */
+function loadCells(result: LoadRun['result']): string[] {
+  return [
+    formatNumber(result.perSecond),
+    String(result.latencyP50Ms),
+    String(result.latencyP99Ms),
+    String(result.latencyMaxMs),
+    String(result.non2xx),
+    String(result.errors),
+  ];
+}
 
 function cpuSeconds(end: NodeJS.CpuUsage, start: NodeJS.CpuUsage): number {
   return (end.user - start.user + end.system - start.system) / 1e6;

@@ -34,8 +34,9 @@ import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { redeemPlcRequest } from '../api/schemas/redemption.ts';
-import { hexToBytes, plcFromJson, verifyPlc, verifyRedeem } from '../src/protocol/index.ts';
-import { formatNumber, formatTable, machineInfo } from './support/report.ts';
+import { plcFromJson, redeemAuthorizationFromJson, verifyPlc, verifyRedeem } from '../src/protocol/index.ts';
+import { positiveInt } from './support/args.ts';
+import { commandVersion, formatNumber, formatTable, machineInfo } from './support/report.ts';
 import {
   barePoints,
   pointLabels,
@@ -57,12 +58,6 @@ import { bareOpenPath, startServices, type BenchServices } from './settlement/se
 import { describeWorkflowThreadGuard } from '../worker/workflow-thread-guard.ts';
 
 const targets = { redemptionsOverBare: 0.7, webhookToSettledP95Ms: 500 } as const;
-
-function positiveInt(name: string, text: string, max: number, min = 1): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`--${name} must be an integer from ${min} to ${max}, got "${text}"`);
-  return value;
-}
 
 const { values: args } = parseArgs({
   options: {
@@ -106,11 +101,6 @@ const ms = (value: number | undefined) => (value !== undefined && Number.isFinit
 const pct = (value: number) => (Number.isFinite(value) ? `${(value * 100).toFixed(0)}%` : 'n/a');
 const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
 const sleep = (delayMs: number) => new Promise((resolve) => setTimeout(resolve, delayMs));
-
-function commandVersion(command: string, versionArgs: string[]): string {
-  const result = spawnSync(command, versionArgs, { encoding: 'utf8', timeout: 10_000 });
-  return result.status === 0 ? result.stdout.trim().split('\n')[0] ?? '?' : '?';
-}
 
 /** Other benchmarks distort this one on 2 cores: say so if any runs. */
 function otherBenchmarks(): string[] {
@@ -366,16 +356,7 @@ function measureVerification(bodies: readonly string[], toleranceMs: number): { 
     const t0 = performance.now();
     const body = redeemPlcRequest.parse(JSON.parse(text));
     const plc = plcFromJson(body.plc);
-    const a = body.authorization;
-    const authorization = {
-      tokenId: a.token_id,
-      headHash: hexToBytes(a.head_hash, 32),
-      settlementRail: a.settlement_rail,
-      destination: a.destination,
-      timestampMs: a.timestamp_ms,
-      bearerPublicKey: hexToBytes(a.bearer_pubkey, 32),
-      signature: hexToBytes(a.signature, 64),
-    };
+    const authorization = redeemAuthorizationFromJson(body.authorization);
     const t1 = performance.now();
     const verification = verifyPlc(plc, { clockToleranceMs: toleranceMs });
     const t2 = performance.now();

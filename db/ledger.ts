@@ -228,12 +228,14 @@ const entriesJson = `(SELECT json_agg(json_build_object('owner_id', a2.owner_id,
                       'amount_minor', e2.amount_minor::text) ORDER BY e2.id)
                       FROM ledger_entries e2 JOIN ledger_accounts a2 ON a2.id = e2.account_id
                      WHERE e2.transaction_id = t.id) AS entries`;
+/** What `transactionItemRow` parses, selected from `ledger_transactions t`. */
+const transactionItemColumns = `t.id, t.seq, t.tx_type, t.reference_type, t.reference_id, t.description, t.created_at, ${entriesJson}`;
 
 /** The transaction booked under a ledger idempotency key, with its entries; null when there is none. */
 export function findTransactionByIdempotencyKey(db: Queryable, idempotencyKey: string): Promise<TransactionItemRow | null> {
   return maybeOne(db, transactionItemRow, {
     name: 'ledger-transaction-by-key',
-    text: `SELECT t.id, t.seq, t.tx_type, t.reference_type, t.reference_id, t.description, t.created_at, ${entriesJson}
+    text: `SELECT ${transactionItemColumns}
              FROM ledger_transactions t
             WHERE t.idempotency_key = $1`,
     values: [idempotencyKey],
@@ -248,7 +250,7 @@ export function listOwnerTransactions(
 ): Promise<TransactionItemRow[]> {
   return many(db, transactionItemRow, {
     name: 'ledger-owner-transactions',
-    text: `SELECT t.id, t.seq, t.tx_type, t.reference_type, t.reference_id, t.description, t.created_at, ${entriesJson}
+    text: `SELECT ${transactionItemColumns}
              FROM ledger_transactions t
             WHERE t.id IN (SELECT DISTINCT e.transaction_id FROM ledger_entries e
                             WHERE e.account_id = (SELECT a.id FROM ledger_accounts a WHERE a.owner_id = $1))
@@ -264,7 +266,7 @@ export function listTransactions(
 ): Promise<TransactionItemRow[]> {
   return many(db, transactionItemRow, {
     name: 'ledger-transactions',
-    text: `SELECT t.id, t.seq, t.tx_type, t.reference_type, t.reference_id, t.description, t.created_at, ${entriesJson}
+    text: `SELECT ${transactionItemColumns}
              FROM ledger_transactions t
             WHERE ($1::text IS NULL OR t.tx_type = $1::ledger_tx_type) AND ($2::text IS NULL OR t.reference_type = $2)
             ORDER BY t.seq DESC LIMIT $3 OFFSET $4`,

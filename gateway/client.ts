@@ -32,6 +32,7 @@ import {
   type GatewayTransfer,
   type GatewayWebhook,
   type ListBillPaymentsInput,
+  type ListInput,
   type ListPaymentsInput,
   type ListTransfersInput,
   type RefundPaymentInput,
@@ -200,31 +201,12 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       bodyText = await readBodyCapped(response, responseBytesMax, spec.operation);
     } catch (error) {
       if (error instanceof GatewayError) throw error;
-      if (timeoutSignal.aborted) {
-        throw new GatewayError(`${spec.operation}: no answer from the gateway within ${options.timeoutMs} ms`, {
-          operation: spec.operation,
-          status: null,
-          code: gatewayClientErrorCodes.timeout,
-          retryable: true,
-          cause: error,
-        });
-      }
-      if (spec.signal?.aborted === true) {
-        throw new GatewayError(`${spec.operation}: cancelled by the caller`, {
-          operation: spec.operation,
-          status: null,
-          code: gatewayClientErrorCodes.aborted,
-          retryable: true,
-          cause: error,
-        });
-      }
-      throw new GatewayError(`${spec.operation}: could not reach the gateway (${describe(error)})`, {
-        operation: spec.operation,
-        status: null,
-        code: gatewayClientErrorCodes.network,
-        retryable: true,
-        cause: error,
-      });
+      // No answer: retryable, since the call may not have happened (a create's key finds it if it did).
+      const unanswered = (code: string, message: string): GatewayError =>
+        new GatewayError(`${spec.operation}: ${message}`, { operation: spec.operation, status: null, code, retryable: true, cause: error });
+      if (timeoutSignal.aborted) throw unanswered(gatewayClientErrorCodes.timeout, `no answer from the gateway within ${options.timeoutMs} ms`);
+      if (spec.signal?.aborted === true) throw unanswered(gatewayClientErrorCodes.aborted, 'cancelled by the caller');
+      throw unanswered(gatewayClientErrorCodes.network, `could not reach the gateway (${describe(error)})`);
     }
 
     if (status < 200 || status > 299) throw errorFromAnswer(spec.operation, status, bodyText, retryAfterMs);
@@ -246,6 +228,39 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     return parsed.data;
   }
 
+  /** One call of a client method, with the caller's options. */
+  function send<S extends z.ZodType>(
+    operation: string,
+    method: CallSpec<S>['method'],
+    path: string,
+    schema: S,
+    callOptions: GatewayCallOptions | undefined,
+    extra: Pick<CallSpec<S>, 'body' | 'idempotencyKey' | 'query'> = {},
+  ): Promise<z.output<S>> {
+    return call({ operation, method, path, schema, ...extra, signal: callOptions?.signal });
+  }
+
+  /**
+   * One page of a list: the list's own filters (validated by the caller) first, then those every
+   * list takes (external reference, creation dates) and the paging, in that order on the query.
+   */
+  async function listPage<S extends z.ZodType>(
+    operation: string,
+    path: string,
+    item: S,
+    limitMax: number,
+    input: ListInput<string>,
+    filters: Record<string, string | undefined>,
+    callOptions: GatewayCallOptions | undefined,
+  ): Promise<GatewayPage<z.output<S>>> {
+    if (input.externalReference !== undefined) requireText(operation, 'externalReference', input.externalReference, 1, 255);
+    const limit = requireInteger(operation, 'limit', input.limit ?? 10, 1, limitMax);
+    const offset = requireInteger(operation, 'offset', input.offset ?? 0, 0, offsetMax);
+    const query = { ...filters, externalReference: input.externalReference, ...dateCreatedQuery(operation, input), limit, offset };
+    const page = await send(operation, 'GET', path, listWireSchema(item), callOptions, { query });
+    return { items: page.data, hasMore: page.hasMore, totalCount: page.totalCount, limit: page.limit, offset: page.offset };
+  }
+
   return {
     async createCustomer(input, callOptions) {
       const operation = 'createCustomer';
@@ -262,26 +277,12 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         email: input.email,
         externalReference: input.externalReference,
       };
-      return call({
-        operation,
-        method: 'POST',
-        path: '/v3/customers',
-        schema: customerWireSchema,
-        body,
-        idempotencyKey: input.idempotencyKey,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'POST', '/v3/customers', customerWireSchema, callOptions, { body, idempotencyKey: input.idempotencyKey });
     },
 
     async getCustomer(customerId, callOptions) {
       const operation = 'getCustomer';
-      return call({
-        operation,
-        method: 'GET',
-        path: `/v3/customers/${requireId(operation, 'customerId', customerId)}`,
-        schema: customerWireSchema,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'GET', `/v3/customers/${requireId(operation, 'customerId', customerId)}`, customerWireSchema, callOptions);
     },
 
     async createPayment(input, callOptions) {
@@ -302,119 +303,47 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         description: input.description,
         externalReference: input.externalReference,
       };
-      return call({
-        operation,
-        method: 'POST',
-        path: '/v3/payments',
-        schema: paymentWireSchema,
-        body,
-        idempotencyKey: input.idempotencyKey,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'POST', '/v3/payments', paymentWireSchema, callOptions, { body, idempotencyKey: input.idempotencyKey });
     },
 
     async getPayment(paymentId, callOptions) {
       const operation = 'getPayment';
-      return call({
-        operation,
-        method: 'GET',
-        path: `/v3/payments/${requireId(operation, 'paymentId', paymentId)}`,
-        schema: paymentWireSchema,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'GET', `/v3/payments/${requireId(operation, 'paymentId', paymentId)}`, paymentWireSchema, callOptions);
     },
 
     async getPixQrCode(paymentId, callOptions) {
       const operation = 'getPixQrCode';
-      return call({
-        operation,
-        method: 'GET',
-        path: `/v3/payments/${requireId(operation, 'paymentId', paymentId)}/pixQrCode`,
-        schema: pixQrCodeWireSchema,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'GET', `/v3/payments/${requireId(operation, 'paymentId', paymentId)}/pixQrCode`, pixQrCodeWireSchema, callOptions);
     },
 
     async getBoletoIdentificationField(paymentId, callOptions) {
       const operation = 'getBoletoIdentificationField';
-      return call({
-        operation,
-        method: 'GET',
-        path: `/v3/payments/${requireId(operation, 'paymentId', paymentId)}/identificationField`,
-        schema: identificationFieldWireSchema,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'GET', `/v3/payments/${requireId(operation, 'paymentId', paymentId)}/identificationField`, identificationFieldWireSchema, callOptions);
     },
 
     async cancelPayment(paymentId, callOptions) {
       const operation = 'cancelPayment';
-      return call({
-        operation,
-        method: 'DELETE',
-        path: `/v3/payments/${requireId(operation, 'paymentId', paymentId)}`,
-        schema: deletedWireSchema,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'DELETE', `/v3/payments/${requireId(operation, 'paymentId', paymentId)}`, deletedWireSchema, callOptions);
     },
 
     async refundPayment(paymentId, input, callOptions) {
       const operation = 'refundPayment';
       if (input?.description !== undefined) requireText(operation, 'description', input.description, 0, 500);
       const body: PaymentRefundWire = { description: input?.description };
-      return call({
-        operation,
-        method: 'POST',
-        path: `/v3/payments/${requireId(operation, 'paymentId', paymentId)}/refund`,
-        schema: paymentWireSchema,
-        body,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'POST', `/v3/payments/${requireId(operation, 'paymentId', paymentId)}/refund`, paymentWireSchema, callOptions, { body });
     },
 
     async listPayments(input = {}, callOptions) {
       const operation = 'listPayments';
-      if (input.status !== undefined && !(paymentStatuses as readonly string[]).includes(input.status)) {
-        throw invalidRequest(operation, `unknown payment status ${input.status}`);
-      }
+      requireStatus(operation, 'payment', paymentStatuses, input.status);
       if (input.customerId !== undefined) requireId(operation, 'customerId', input.customerId);
-      if (input.externalReference !== undefined) requireText(operation, 'externalReference', input.externalReference, 1, 255);
-      const limit = requireInteger(operation, 'limit', input.limit ?? 10, 1, paymentPageLimitMax);
-      const offset = requireInteger(operation, 'offset', input.offset ?? 0, 0, offsetMax);
-      const page = await call({
-        operation,
-        method: 'GET',
-        path: '/v3/payments',
-        schema: listWireSchema(paymentWireSchema),
-        query: {
-          status: input.status,
-          customer: input.customerId,
-          externalReference: input.externalReference,
-          ...dateCreatedQuery(operation, input),
-          limit,
-          offset,
-        },
-        signal: callOptions?.signal,
-      });
-      return { items: page.data, hasMore: page.hasMore, totalCount: page.totalCount, limit: page.limit, offset: page.offset };
+      return listPage(operation, '/v3/payments', paymentWireSchema, paymentPageLimitMax, input, { status: input.status, customer: input.customerId }, callOptions);
     },
 
     async listTransfers(input = {}, callOptions) {
       const operation = 'listTransfers';
-      if (input.status !== undefined && !(transferStatuses as readonly string[]).includes(input.status)) {
-        throw invalidRequest(operation, `unknown transfer status ${input.status}`);
-      }
-      if (input.externalReference !== undefined) requireText(operation, 'externalReference', input.externalReference, 1, 255);
-      const limit = requireInteger(operation, 'limit', input.limit ?? 10, 1, transferPageLimitMax);
-      const offset = requireInteger(operation, 'offset', input.offset ?? 0, 0, offsetMax);
-      const page = await call({
-        operation,
-        method: 'GET',
-        path: '/v3/transfers',
-        schema: listWireSchema(transferWireSchema),
-        query: { status: input.status, externalReference: input.externalReference, ...dateCreatedQuery(operation, input), limit, offset },
-        signal: callOptions?.signal,
-      });
-      return { items: page.data, hasMore: page.hasMore, totalCount: page.totalCount, limit: page.limit, offset: page.offset };
+      requireStatus(operation, 'transfer', transferStatuses, input.status);
+      return listPage(operation, '/v3/transfers', transferWireSchema, transferPageLimitMax, input, { status: input.status }, callOptions);
     },
 
     async createTransfer(input, callOptions) {
@@ -434,26 +363,12 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         description: input.description,
         externalReference: input.externalReference,
       };
-      return call({
-        operation,
-        method: 'POST',
-        path: '/v3/transfers',
-        schema: transferWireSchema,
-        body,
-        idempotencyKey: input.idempotencyKey,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'POST', '/v3/transfers', transferWireSchema, callOptions, { body, idempotencyKey: input.idempotencyKey });
     },
 
     async getTransfer(transferId, callOptions) {
       const operation = 'getTransfer';
-      return call({
-        operation,
-        method: 'GET',
-        path: `/v3/transfers/${requireId(operation, 'transferId', transferId)}`,
-        schema: transferWireSchema,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'GET', `/v3/transfers/${requireId(operation, 'transferId', transferId)}`, transferWireSchema, callOptions);
     },
 
     async createBillPayment(input, callOptions) {
@@ -468,56 +383,23 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         description: input.description,
         externalReference: input.externalReference,
       };
-      return call({
-        operation,
-        method: 'POST',
-        path: '/v3/bill',
-        schema: billPaymentWireSchema,
-        body,
-        idempotencyKey: input.idempotencyKey,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'POST', '/v3/bill', billPaymentWireSchema, callOptions, { body, idempotencyKey: input.idempotencyKey });
     },
 
     async getBillPayment(billPaymentId, callOptions) {
       const operation = 'getBillPayment';
-      return call({
-        operation,
-        method: 'GET',
-        path: `/v3/bill/${requireId(operation, 'billPaymentId', billPaymentId)}`,
-        schema: billPaymentWireSchema,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'GET', `/v3/bill/${requireId(operation, 'billPaymentId', billPaymentId)}`, billPaymentWireSchema, callOptions);
     },
 
     async listBillPayments(input = {}, callOptions) {
       const operation = 'listBillPayments';
-      if (input.status !== undefined && !(billPaymentStatuses as readonly string[]).includes(input.status)) {
-        throw invalidRequest(operation, `unknown bill payment status ${input.status}`);
-      }
-      if (input.externalReference !== undefined) requireText(operation, 'externalReference', input.externalReference, 1, 255);
-      const limit = requireInteger(operation, 'limit', input.limit ?? 10, 1, transferPageLimitMax);
-      const offset = requireInteger(operation, 'offset', input.offset ?? 0, 0, offsetMax);
-      const page = await call({
-        operation,
-        method: 'GET',
-        path: '/v3/bill',
-        schema: listWireSchema(billPaymentWireSchema),
-        query: { status: input.status, externalReference: input.externalReference, ...dateCreatedQuery(operation, input), limit, offset },
-        signal: callOptions?.signal,
-      });
-      return { items: page.data, hasMore: page.hasMore, totalCount: page.totalCount, limit: page.limit, offset: page.offset };
+      requireStatus(operation, 'bill payment', billPaymentStatuses, input.status);
+      return listPage(operation, '/v3/bill', billPaymentWireSchema, transferPageLimitMax, input, { status: input.status }, callOptions);
     },
 
     async listWebhooks(callOptions) {
-      const page = await call({
-        operation: 'listWebhooks',
-        method: 'GET',
-        path: '/v3/webhooks',
-        schema: listWireSchema(webhookWireSchema),
-        query: { limit: webhookPageLimitMax, offset: 0 },
-        signal: callOptions?.signal,
-      });
+      const query = { limit: webhookPageLimitMax, offset: 0 };
+      const page = await send('listWebhooks', 'GET', '/v3/webhooks', listWireSchema(webhookWireSchema), callOptions, { query });
       return page.data;
     },
 
@@ -540,38 +422,19 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         events: input.events === undefined ? undefined : [...input.events],
         authToken: input.authToken,
       };
-      return call({
-        operation,
-        method: 'PUT',
-        path: `/v3/webhooks/${requireId(operation, 'webhookId', webhookId)}`,
-        schema: webhookWireSchema,
-        body,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'PUT', `/v3/webhooks/${requireId(operation, 'webhookId', webhookId)}`, webhookWireSchema, callOptions, { body });
     },
 
     async removeWebhookBackoff(webhookId, callOptions) {
       const operation = 'removeWebhookBackoff';
-      return call({
-        operation,
-        method: 'POST',
-        path: `/v3/webhooks/${requireId(operation, 'webhookId', webhookId)}/removeBackoff`,
-        schema: webhookWireSchema,
-        signal: callOptions?.signal,
-      });
+      return send(operation, 'POST', `/v3/webhooks/${requireId(operation, 'webhookId', webhookId)}/removeBackoff`, webhookWireSchema, callOptions);
     },
 
     async health(callOptions) {
       const startedAt = performance.now();
       const latency = (): number => Math.round(performance.now() - startedAt);
       try {
-        await call({
-          operation: 'health',
-          method: 'GET',
-          path: '/v3/finance/balance',
-          schema: balanceWireSchema,
-          signal: callOptions?.signal,
-        });
+        await send('health', 'GET', '/v3/finance/balance', balanceWireSchema, callOptions);
         return { ok: true, latencyMs: latency() };
       } catch (error) {
         if (!(error instanceof GatewayError)) throw error;
@@ -627,6 +490,11 @@ function requireIdempotencyKey(operation: string, key: string): void {
   if (typeof key !== 'string' || !idempotencyKeyPattern.test(key)) {
     throw invalidRequest(operation, 'idempotencyKey must be 1 to 255 visible ASCII characters (derive it with gatewayIdempotencyKey)');
   }
+}
+
+/** A list's status filter: absent, or one of the resource's statuses. */
+function requireStatus(operation: string, resource: string, statuses: readonly string[], status: string | undefined): void {
+  if (status !== undefined && !statuses.includes(status)) throw invalidRequest(operation, `unknown ${resource} status ${status}`);
 }
 
 function requireId(operation: string, name: string, value: string): string {

@@ -208,9 +208,9 @@ export interface CreatePaymentInput {
   externalReference: string;
 }
 
-export interface ListPaymentsInput {
-  status?: PaymentStatus;
-  customerId?: string;
+/** The filters and paging every list takes; a list of charges takes a customer too. */
+export interface ListInput<Status extends string> {
+  status?: Status;
   externalReference?: string;
   /** Created on or after / on or before this date (YYYY-MM-DD, the gateway's calendar): `dateCreated[ge]`, `dateCreated[le]`. */
   dateCreatedFrom?: string;
@@ -220,16 +220,11 @@ export interface ListPaymentsInput {
   offset?: number;
 }
 
-export interface ListTransfersInput {
-  status?: TransferStatus;
-  externalReference?: string;
-  /** Created on or after / on or before this date (YYYY-MM-DD, the gateway's calendar): `dateCreated[ge]`, `dateCreated[le]`. */
-  dateCreatedFrom?: string;
-  dateCreatedTo?: string;
-  /** 1 to 100; the gateway's default is 10. */
-  limit?: number;
-  offset?: number;
+export interface ListPaymentsInput extends ListInput<PaymentStatus> {
+  customerId?: string;
 }
+
+export type ListTransfersInput = ListInput<TransferStatus>;
 
 /** A bill payment: the account pays a boleto (its digitable line) for the payout of a redemption. */
 export interface GatewayBillPayment {
@@ -257,15 +252,7 @@ export interface CreateBillPaymentInput {
   externalReference: string;
 }
 
-export interface ListBillPaymentsInput {
-  status?: BillPaymentStatus;
-  externalReference?: string;
-  /** `dateCreated[ge]`, `dateCreated[le]`: YYYY-MM-DD, inclusive. */
-  dateCreatedFrom?: string;
-  dateCreatedTo?: string;
-  limit?: number;
-  offset?: number;
-}
+export type ListBillPaymentsInput = ListInput<BillPaymentStatus>;
 
 export interface RefundPaymentInput {
   description?: string;

@@ -3,6 +3,7 @@ import { open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { stopLeftoverPostgres } from './embedded-postgres.ts';
+import { isAlive, waitGone } from './pids.ts';
 
 /**
  * `npm start`'s claim on its data folder: `<DATA_DIR>/npm-start.json`, created exclusively at
@@ -40,15 +41,6 @@ export class AlreadyRunningError extends Error {
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** The process's command line where /proc has it; null elsewhere (macOS), where we trust the pid. */
 function commandLine(pid: number): string[] | null {
   try {
@@ -74,15 +66,6 @@ export function describeRunning(state: DevState): string {
     '(PORT, EMBEDDED_POSTGRES_PORT, TEMPORAL_DEV_PORT, TEMPORAL_UI_PORT, SIMULATOR_PORT, SMTP_SINK_PORT).',
   ];
   return lines.join('\n');
-}
-
-async function waitGone(pid: number, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (isAlive(pid)) {
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return true;
 }
 
 /** Stops what a killed supervisor left running: its children first, PostgreSQL last. */

@@ -6,6 +6,7 @@ import { arch, platform, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { isAlive, waitGone } from './pids.ts';
 
 /**
  * The embedded PostgreSQL that `npm start` runs when DATABASE_URL is not set, and `npm test` when
@@ -174,15 +175,6 @@ async function initdb(binaries: Binaries, clusterDir: string, password: string, 
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** The postmaster's pid from the cluster's lock file, when one is there. */
 export function postmasterPid(clusterDir: string): number | null {
   try {
@@ -192,15 +184,6 @@ export function postmasterPid(clusterDir: string): number | null {
   } catch {
     return null;
   }
-}
-
-async function waitGone(pid: number, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (isAlive(pid)) {
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return true;
 }
 
 /** True when `pid` is a postgres server of `clusterDir` (checked through /proc where there is one). */

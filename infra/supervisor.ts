@@ -228,6 +228,25 @@ export class Supervisor {
 }
 
 /**
+ * A service that runs inside the supervisor's own process (the SDK's Temporal server, the mail
+ * sink): no pid, and it ends only when stopped, once `stop` has done its work.
+ */
+export function inProcessService(stop: () => Promise<void>): RunningService {
+  let ended: () => void = () => {};
+  const exited = new Promise<ServiceExit>((resolve) => {
+    ended = () => resolve({ code: 0, signal: null });
+  });
+  return {
+    pid: null,
+    exited,
+    stop: async () => {
+      await stop();
+      ended();
+    },
+  };
+}
+
+/**
  * A Node program of the stack (the API, the worker, the simulator) as a supervised process: its
  * own process group, standard output and error shared with the supervisor's, and an IPC channel
  * whose end tells it that its supervisor is gone (infra/bootstrap.ts stops it then, as on

@@ -104,6 +104,21 @@ function booleanOption(value: string | undefined, name: string): boolean | undef
   throw new UsageError(`--${name} is true or false`);
 }
 
+/** `disable` and `enable`: one flag of the user, set or cleared. */
+function disabledCommand(disabled: boolean, summary: string, done: (username: string) => string): Command {
+  return {
+    usage: `${disabled ? 'disable' : 'enable'} <username>`,
+    summary,
+    async run(args, context) {
+      const name = username(args);
+      const user = await setAdminUserDisabled(context.pool, name, disabled);
+      if (user === null) return noSuchUser(context, name);
+      context.out(done(user.username));
+      return 0;
+    },
+  };
+}
+
 const commands: Readonly<Record<string, Command>> = {
   create: {
     usage: 'create <username> --role admin|super_admin',
@@ -123,28 +138,8 @@ const commands: Readonly<Record<string, Command>> = {
       return 0;
     },
   },
-  disable: {
-    usage: 'disable <username>',
-    summary: 'refuse the user\'s logins and end its tokens',
-    async run(args, context) {
-      const name = username(args);
-      const user = await setAdminUserDisabled(context.pool, name, true);
-      if (user === null) return noSuchUser(context, name);
-      context.out(`disabled ${user.username}: its tokens no longer work`);
-      return 0;
-    },
-  },
-  enable: {
-    usage: 'enable <username>',
-    summary: 'let a disabled user log in again',
-    async run(args, context) {
-      const name = username(args);
-      const user = await setAdminUserDisabled(context.pool, name, false);
-      if (user === null) return noSuchUser(context, name);
-      context.out(`enabled ${user.username}`);
-      return 0;
-    },
-  },
+  disable: disabledCommand(true, 'refuse the user\'s logins and end its tokens', (name) => `disabled ${name}: its tokens no longer work`),
+  enable: disabledCommand(false, 'let a disabled user log in again', (name) => `enabled ${name}`),
   passwd: {
     usage: 'passwd <username>',
     summary: 'set a new password (on standard input) and end the user\'s tokens',

@@ -10,7 +10,7 @@ import { prepareDevelopmentSecurity } from '../infra/dev-security.ts';
 import { AlreadyRunningError, claimDataDir, type DataDirClaim, type Endpoint } from '../infra/dev-state.ts';
 import { startEmbeddedPostgres, stopLeftoverPostgres } from '../infra/embedded-postgres.ts';
 import { createLogger } from '../infra/logger.ts';
-import { startNodeProcess, StoppingError, Supervisor, type RunningService } from '../infra/supervisor.ts';
+import { inProcessService, startNodeProcess, StoppingError, Supervisor, type RunningService } from '../infra/supervisor.ts';
 import { resolveTemporalCli, temporalCliHelp } from '../infra/temporal-cli.ts';
 import { startTemporalDevServer } from '../infra/temporal-dev-server.ts';
 import { loadSimulatorConfig, SimulatorConfigError } from '../simulator/config.ts';
@@ -195,18 +195,7 @@ async function main(): Promise<void> {
                   searchAttributes: Object.keys(customSearchAttributes).map((name) => ({ name, type: SearchAttributeType.KEYWORD })),
                 },
               });
-              let ended: () => void = () => {};
-              const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-                ended = () => resolve({ code: 0, signal: null });
-              });
-              return {
-                pid: null,
-                exited,
-                stop: async () => {
-                  await environment.teardown();
-                  ended();
-                },
-              } satisfies RunningService;
+              return inProcessService(() => environment.teardown());
             },
           });
           env.TEMPORAL_ADDRESS = `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
@@ -237,18 +226,7 @@ async function main(): Promise<void> {
       restart: false,
       start: async () => {
         const security = await prepareDevelopmentSecurity({ config, dataDir, env, say });
-        let ended: () => void = () => {};
-        const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-          ended = () => resolve({ code: 0, signal: null });
-        });
-        return {
-          pid: null,
-          exited,
-          stop: async () => {
-            await security.stop();
-            ended();
-          },
-        } satisfies RunningService;
+        return inProcessService(() => security.stop());
       },
     });
 

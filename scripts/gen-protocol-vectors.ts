@@ -87,9 +87,9 @@ function keysByName(): Record<Name, KeyPair> {
   return Object.fromEntries(vectorNames.map((name) => [name, vectorKey(name)])) as Record<Name, KeyPair>;
 }
 
-/** alice issues 12.34 BRL for 24 hours, then alice -> bob -> carol -> alice, one hour apart. */
-export function buildVectorPlc(keys: Record<Name, KeyPair> = keysByName()): Plc {
-  let plc = createPlc({
+/** The vectors' PLC as alice issues it: 12.34 BRL for 24 hours, no hops yet. */
+function issueVectorPlc(keys: Record<Name, KeyPair>): Plc {
+  return createPlc({
     issuerSecretKey: keys.alice.secretKey,
     amountMinor: 1234n,
     currency: 'BRL',
@@ -98,6 +98,11 @@ export function buildVectorPlc(keys: Record<Name, KeyPair> = keysByName()): Plc 
     tokenId: vectorTokenId,
     nonce: vectorBytes('nonce:commitment', 16),
   });
+}
+
+/** alice issues 12.34 BRL for 24 hours, then alice -> bob -> carol -> alice, one hour apart. */
+export function buildVectorPlc(keys: Record<Name, KeyPair> = keysByName()): Plc {
+  let plc = issueVectorPlc(keys);
   const hops: [Name, Name][] = [
     ['alice', 'bob'],
     ['bob', 'carol'],
@@ -150,15 +155,7 @@ function buildInvalidChains(keys: Record<Name, KeyPair>, plc: Plc): InvalidChain
     );
   // A PLC with a commitment that the issuer signed honestly but that breaks a commitment rule.
   const reissued = (expiresAtMs: number): PlcJson => {
-    const base = createPlc({
-      issuerSecretKey: keys.alice.secretKey,
-      amountMinor: 1234n,
-      currency: 'BRL',
-      createdAtMs: vectorCreatedAtMs,
-      ttlHours: 24,
-      tokenId: vectorTokenId,
-      nonce: vectorBytes('nonce:commitment', 16),
-    });
+    const base = issueVectorPlc(keys);
     const commitment = { ...base.commitment, expiresAtMs };
     // Build the bytes by hand: encodeCommitment refuses an invalid TTL, as a builder should.
     const bytes = new Uint8Array(encodeCommitment(base.commitment));

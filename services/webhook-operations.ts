@@ -10,6 +10,7 @@ import {
   listRemovalQueue,
   penaltyCountsSince,
   webhookAuthRefusalsSince,
+  type MonitorRunRow,
   type PenaltySource,
 } from '../db/webhook-monitor.ts';
 import { needsRemoval, requestBackoffRemoval } from './webhook-cooldown.ts';
@@ -143,6 +144,11 @@ async function withinMs<T>(temporal: Client, ms: number, work: () => Promise<T>)
 
 function toRecent(row: InboxEventRow): RecentEvent {
   return { event_id: row.event_id, event_type: row.event_type, status: row.status, received_at: row.received_at.toISOString() };
+}
+
+/** A monitor run as the dashboard shows it: the row but its run id, its time as an ISO string. */
+function monitorRunView({ run_id: _runId, ...run }: MonitorRunRow) {
+  return { ...run, checked_at: run.checked_at.toISOString() };
 }
 
 export function createWebhookOperations(deps: WebhookOperationsDeps) {
@@ -438,22 +444,7 @@ export function createWebhookOperations(deps: WebhookOperationsDeps) {
         monitor: {
           interval_ms: config.WEBHOOK_MONITOR_INTERVAL_MS,
           auto_heal: webhookAutoHealEnabled(config),
-          last_run:
-            lastRun === null
-              ? null
-              : {
-                  workflow_id: lastRun.workflow_id,
-                  mode: lastRun.mode,
-                  checked_at: lastRun.checked_at.toISOString(),
-                  webhooks: lastRun.webhooks,
-                  penalized: lastRun.penalized,
-                  interrupted: lastRun.interrupted,
-                  queued: lastRun.queued,
-                  removed: lastRun.removed,
-                  refused: lastRun.refused,
-                  failed: lastRun.failed,
-                  error: lastRun.error,
-                },
+          last_run: lastRun === null ? null : monitorRunView(lastRun),
         },
         operations: {
           total: operations.reduce((sum, row) => sum + row.n, 0),

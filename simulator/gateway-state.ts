@@ -165,35 +165,38 @@ export interface Created<T> {
   replayed: boolean;
 }
 
-export interface ListQuery {
-  status?: PaymentStatus;
-  customer?: string;
+/** The filters and paging of every list: `dateCreated[ge]`, `dateCreated[le]` as YYYY-MM-DD, inclusive. */
+export interface ListQueryOf<Status extends string> {
+  status?: Status;
   externalReference?: string;
-  /** `dateCreated[ge]`, `dateCreated[le]`: YYYY-MM-DD, inclusive. */
   dateCreatedGe?: string;
   dateCreatedLe?: string;
   limit: number;
   offset: number;
 }
 
-export interface TransferListQuery {
-  status?: TransferStatus;
-  externalReference?: string;
-  dateCreatedGe?: string;
-  dateCreatedLe?: string;
-  limit: number;
-  offset: number;
+/** A list of charges filters by customer too. */
+export interface ListQuery extends ListQueryOf<PaymentStatus> {
+  customer?: string;
 }
+
+export type TransferListQuery = ListQueryOf<TransferStatus>;
 
 /** One page of a list, oldest first (creation order): a resource created while a client pages goes to the end. */
-function pageOf<R, W>(all: Iterable<R>, keep: (record: R) => boolean, toWire: (record: R) => W, limit: number, offset: number) {
+function pageOf<R, W>(all: Iterable<R>, keep: (record: R) => boolean, toWire: (record: R) => W, { limit, offset }: { limit: number; offset: number }) {
   const matching = [...all].filter(keep);
   const page = matching.slice(offset, offset + limit);
   return { data: page.map(toWire), totalCount: matching.length, hasMore: offset + page.length < matching.length };
 }
 
-function inDateRange(date: string, ge: string | undefined, le: string | undefined): boolean {
-  return (ge === undefined || date >= ge) && (le === undefined || date <= le);
+/** Whether a record passes the filters every list has (status, external reference, creation dates). */
+function listed(record: { status: string; externalReference: string | null; dateCreated: string }, query: ListQueryOf<string>): boolean {
+  return (
+    (query.status === undefined || record.status === query.status) &&
+    (query.externalReference === undefined || record.externalReference === query.externalReference) &&
+    (query.dateCreatedGe === undefined || record.dateCreated >= query.dateCreatedGe) &&
+    (query.dateCreatedLe === undefined || record.dateCreated <= query.dateCreatedLe)
+  );
 }
 
 export interface GatewayStateOptions {
@@ -384,17 +387,7 @@ export class GatewayState {
   }
 
   listPayments(query: ListQuery): { data: PaymentWire[]; totalCount: number; hasMore: boolean } {
-    return pageOf(
-      this.#payments.values(),
-      (p) =>
-        (query.status === undefined || p.status === query.status) &&
-        (query.customer === undefined || p.customerId === query.customer) &&
-        (query.externalReference === undefined || p.externalReference === query.externalReference) &&
-        inDateRange(p.dateCreated, query.dateCreatedGe, query.dateCreatedLe),
-      paymentWire,
-      query.limit,
-      query.offset,
-    );
+    return pageOf(this.#payments.values(), (p) => (query.customer === undefined || p.customerId === query.customer) && listed(p, query), paymentWire, query);
   }
 
   getPixQrCode(id: string): PixQrCodeWire {
@@ -520,16 +513,7 @@ export class GatewayState {
   }
 
   listTransfers(query: TransferListQuery): { data: TransferWire[]; totalCount: number; hasMore: boolean } {
-    return pageOf(
-      this.#transfers.values(),
-      (t) =>
-        (query.status === undefined || t.status === query.status) &&
-        (query.externalReference === undefined || t.externalReference === query.externalReference) &&
-        inDateRange(t.dateCreated, query.dateCreatedGe, query.dateCreatedLe),
-      transferWire,
-      query.limit,
-      query.offset,
-    );
+    return pageOf(this.#transfers.values(), (t) => listed(t, query), transferWire, query);
   }
 
   /** Control: the bank confirms the payout. */
@@ -608,16 +592,7 @@ export class GatewayState {
   }
 
   listBillPayments(query: TransferListQuery): { data: BillPaymentWire[]; totalCount: number; hasMore: boolean } {
-    return pageOf(
-      this.#billPayments.values(),
-      (b) =>
-        (query.status === undefined || b.status === query.status) &&
-        (query.externalReference === undefined || b.externalReference === query.externalReference) &&
-        inDateRange(b.dateCreated, query.dateCreatedGe, query.dateCreatedLe),
-      billPaymentWire,
-      query.limit,
-      query.offset,
-    );
+    return pageOf(this.#billPayments.values(), (b) => listed(b, query), billPaymentWire, query);
   }
 
   /** Control: the bank confirms the bill paid. */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { webhookEvents, type BillingType, type WebhookEvent } from '../gateway/types.ts';
-import type { WebhookWire } from '../gateway/wire.ts';
+import type { WebhookUpdateWire, WebhookWire } from '../gateway/wire.ts';
 import { wireHeaders } from '../gateway/wire.ts';
 import type { FaultInjector } from './faults.ts';
 import { memoryStore, type SimulatorStore } from './store.ts';
@@ -99,30 +99,17 @@ interface StoredWebhook {
   lastBackoffRemovalAtMs: number | null;
 }
 
-interface WebhookState {
+/** A webhook's settings (as stored) and its delivery state, which lives only in memory. */
+interface WebhookState extends Omit<StoredWebhook, 'configuredUrl'> {
   definition: WebhookDefinition;
-  url: string;
-  email: string | null;
-  enabled: boolean;
-  interrupted: boolean;
-  events: WebhookEvent[];
-  authToken: string;
-  penalizedRequestsCount: number;
-  lastBackoffRemovalAtMs: number | null;
   backoffUntilMs: number | null;
   queue: QueuedDelivery[];
   wake: (() => void) | null;
   loop: Promise<void> | null;
 }
 
-export interface WebhookUpdate {
-  url?: string;
-  email?: string;
-  enabled?: boolean;
-  interrupted?: boolean;
-  events?: WebhookEvent[];
-  authToken?: string;
-}
+/** What `PUT /v3/webhooks/{id}` changes: the body the client sends. */
+export type WebhookUpdate = WebhookUpdateWire;
 
 export type RemoveBackoffResult =
   | { kind: 'removed'; webhook: WebhookWire }

@@ -296,33 +296,38 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
 
 /** The answer to a retry that arrives once the redemption is final. */
 function alreadyFinal(retryId: string, state: RedemptionState): RetrySettlementResult {
-  const settled = state.status === 'SETTLED';
-  return {
-    retryId,
-    outcome: settled ? 'ALREADY_SETTLED' : 'ALREADY_FAILED',
-    detail: `the redemption is already ${state.status}`,
-    attempt: state.payoutAttempt ?? 1,
-    transferId: state.gatewayTransferId,
-    gatewayStatus: state.gatewayStatus,
-    final: null,
-    problem: null,
-    closedTransferId: null,
-    status: state.status,
-  };
+  return tookNoStep(retryId, state, state.status === 'SETTLED' ? 'ALREADY_SETTLED' : 'ALREADY_FAILED', `the redemption is already ${state.status}`, state.status);
 }
 
 /** The answer to a retry still queued when a run ends without a final answer (its next run takes the next retry). */
 function notFinished(retryId: string, state: RedemptionState): RetrySettlementResult {
+  return tookNoStep(
+    retryId,
+    state,
+    'STILL_PENDING',
+    'the workflow run ended without a final answer before it could take this retry; retry again to resume it',
+    'PENDING_PAYMENT',
+  );
+}
+
+/** A retry's answer when it took no step: the payout attempt as it stands. */
+function tookNoStep(
+  retryId: string,
+  state: RedemptionState,
+  outcome: RetrySettlementResult['outcome'],
+  detail: string,
+  status: RetrySettlementResult['status'],
+): RetrySettlementResult {
   return {
     retryId,
-    outcome: 'STILL_PENDING',
-    detail: 'the workflow run ended without a final answer before it could take this retry; retry again to resume it',
+    outcome,
+    detail,
     attempt: state.payoutAttempt ?? 1,
     transferId: state.gatewayTransferId,
     gatewayStatus: state.gatewayStatus,
     final: null,
     problem: null,
     closedTransferId: null,
-    status: 'PENDING_PAYMENT',
+    status,
   };
 }

@@ -129,20 +129,9 @@ export async function adminMonitorRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const { operation_type: operationType, status, owner_id: ownerId, limit, offset } = request.query;
       const rows = await listOperations(pool, { operationType, status, ownerId }, { limit, offset });
-      return rows.map((row) => ({
+      return rows.map(({ run_id: _runId, ...row }) => ({
+        ...row,
         id: row.id.toString(),
-        operation_type: row.operation_type,
-        step: row.step,
-        status: row.status,
-        owner_id: row.owner_id,
-        reference_id: row.reference_id,
-        workflow_id: row.workflow_id,
-        activity_id: row.activity_id,
-        attempts: row.attempts,
-        retryable: row.retryable,
-        duration_ms: row.duration_ms,
-        error_code: row.error_code,
-        error: row.error,
         started_at: row.started_at.toISOString(),
         finished_at: row.finished_at?.toISOString() ?? null,
       }));

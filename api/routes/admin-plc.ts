@@ -6,7 +6,7 @@ import { exampleTokenId } from '../schemas/examples.ts';
 import { listTransactions } from '../../db/ledger.ts';
 import { getPlc, listPlcs, listTransfers } from '../../db/plcs.ts';
 import { listRedemptions } from '../../db/redemptions.ts';
-import { listRiskFlags, resolveRiskFlag, riskFlagTypes, riskSeverities, type RiskFlagRow } from '../../db/risk-flags.ts';
+import { listRiskFlags, resolveRiskFlag, riskFlagRow, riskSeverities, type RiskFlagRow } from '../../db/risk-flags.ts';
 import { DomainError } from '../../src/errors.ts';
 import { bytesToHex, generateKeyPair } from '../../src/protocol/index.ts';
 import type { expireTokensWorkflow } from '../../workflows/expire-sweep.ts';
@@ -20,22 +20,9 @@ import { toRedemptionResponse } from './redeem.ts';
 import { plcJsonSchema } from '../../src/protocol/index.ts';
 import { withTemporalDeadline } from '../../services/temporal.ts';
 
-const riskFlagResponse = z
-  .object({
-    id: z.string().uuid(),
-    flag_type: z.enum(riskFlagTypes),
-    severity: z.enum(riskSeverities),
-    subject_pubkey: z.string().nullable(),
-    token_id: z.string().uuid().nullable(),
-    details: z.record(z.string(), z.unknown()),
-    occurrences: z.number().int(),
-    resolved: z.boolean(),
-    resolved_at: z.string().nullable(),
-    resolved_by: z.string().nullable(),
-    resolution_note: z.string().nullable(),
-    created_at: z.string(),
-    last_seen_at: z.string(),
-  })
+/** The row as stored, its times as ISO strings. */
+const riskFlagResponse = riskFlagRow
+  .extend({ resolved_at: z.string().nullable(), created_at: z.string(), last_seen_at: z.string() })
   .meta({ id: 'RiskFlagResponse' });
 
 function toRiskFlag(row: RiskFlagRow): z.infer<typeof riskFlagResponse> {

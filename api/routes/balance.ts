@@ -16,7 +16,7 @@ import type { depositWorkflow } from '../../workflows/deposit.ts';
 import { bookDepositUpdate } from '../../workflows/deposit-messages.ts';
 import { ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { adminErrors, errorResponse, pageQuery, standardErrors } from '../schemas/common.ts';
-import { balanceResponse, idempotencyKeyHeader, toBalanceResponse, toTransactionItem, transactionItem } from '../schemas/ledger.ts';
+import { balanceResponse, idempotencyKeyHeader, toBalanceResponse, toTransactionItem, transactionItem, type BalanceResponse } from '../schemas/ledger.ts';
 import { amountInputSchema, currencySchema, ownerIdSchema, parseMoney } from '../schemas/money.ts';
 import { withDomainErrors } from '../../services/temporal.ts';
 
@@ -53,6 +53,23 @@ export async function bookDeposit(
       args: [{ idempotencyKey, ownerId, currency: deposit.currency, amountMinor: deposit.amountMinor.toString(), requestedBy: deposit.requestedBy }],
       startWorkflowOperation,
     }),
+  );
+}
+
+/** Books a deposit (`bookDeposit`) and answers as the deposit routes do: the owner's balances after it and the account's status. */
+export async function depositAnswer(app: FastifyInstance, deposit: Parameters<typeof bookDeposit>[1]): Promise<BalanceResponse> {
+  const result = await bookDeposit(app, deposit);
+  const account = await findAccount(app.deps.pool, deposit.ownerId);
+  return toBalanceResponse(
+    deposit.ownerId,
+    deposit.currency,
+    {
+      available: BigInt(result.balances.available),
+      held: BigInt(result.balances.held),
+      pending: BigInt(result.balances.pending),
+      promised: BigInt(result.balances.promised),
+    },
+    account?.status ?? 'ACTIVE',
   );
 }
 
@@ -132,19 +149,7 @@ export async function balanceRoutes(app: FastifyInstance): Promise<void> {
         const [account, balances] = await Promise.all([findAccount(pool, ownerId), getBalances(pool, ownerId, currency)]);
         return toBalanceResponse(ownerId, currency, balances, account?.status ?? 'ACTIVE');
       }
-      const result = await bookDeposit(app, { idempotencyKey, ownerId, currency, amountMinor, requestedBy: admin.username });
-      const account = await findAccount(pool, ownerId);
-      return toBalanceResponse(
-        ownerId,
-        currency,
-        {
-          available: BigInt(result.balances.available),
-          held: BigInt(result.balances.held),
-          pending: BigInt(result.balances.pending),
-          promised: BigInt(result.balances.promised),
-        },
-        account?.status ?? 'ACTIVE',
-      );
+      return depositAnswer(app, { idempotencyKey, ownerId, currency, amountMinor, requestedBy: admin.username });
     },
   );
 

@@ -3,15 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { getInboxEvent } from '../../db/inbox.ts';
-import { findAccount } from '../../db/ledger.ts';
 import { releasePlc } from '../../db/plcs.ts';
 import { DomainError } from '../../src/errors.ts';
 import { examplePubkeys, exampleTokenId } from '../schemas/examples.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
-import { balanceResponse, idempotencyKeyHeader, toBalanceResponse } from '../schemas/ledger.ts';
+import { balanceResponse, idempotencyKeyHeader } from '../schemas/ledger.ts';
 import { amountInputSchema, currencySchema, ownerIdSchema, parseMoney } from '../schemas/money.ts';
 import { plcStatusSchema } from '../schemas/plc.ts';
-import { bookDeposit } from './balance.ts';
+import { depositAnswer } from './balance.ts';
 
 /**
  * `/api/v1/dev/`: development-only handles on the gateway simulator (pay a charge, let it go
@@ -149,19 +148,7 @@ export async function devRoutes(app: FastifyInstance): Promise<void> {
       const { currency } = request.body;
       const amountMinor = parseMoney(request.body.amount, currency, { positive: true });
       const idempotencyKey = request.headers['idempotency-key'] ?? `dev-fund-${randomUUID()}`;
-      const result = await bookDeposit(app, { idempotencyKey, ownerId, currency, amountMinor, requestedBy: 'dev' });
-      const account = await findAccount(app.deps.pool, ownerId);
-      return toBalanceResponse(
-        ownerId,
-        currency,
-        {
-          available: BigInt(result.balances.available),
-          held: BigInt(result.balances.held),
-          pending: BigInt(result.balances.pending),
-          promised: BigInt(result.balances.promised),
-        },
-        account?.status ?? 'ACTIVE',
-      );
+      return depositAnswer(app, { idempotencyKey, ownerId, currency, amountMinor, requestedBy: 'dev' });
     },
   );
 

@@ -7,7 +7,7 @@ import { databaseOutageOf } from '../../db/pool.ts';
 import { getRedemption } from '../../db/redemptions.ts';
 import { b2bPlans } from '../../src/b2b/plans.ts';
 import { DomainError, isDomainError, type ErrorCode } from '../../src/errors.ts';
-import { hexToBytes, plcJsonSchema, redeemAuthorizationJsonSchema, type RedeemAuthorization } from '../../src/protocol/index.ts';
+import { plcJsonSchema, redeemAuthorizationFromJson, redeemAuthorizationJsonSchema } from '../../src/protocol/index.ts';
 import { credentialRateLimit, decorateApiCaller, requireSignedRequest, type ApiCaller } from '../api-signature.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { examplePlcTransferred, exampleRedeemAuthorization } from '../schemas/examples.ts';
@@ -79,30 +79,17 @@ function itemRedemptionId(customerId: string, batchId: string, bodyHash: Buffer,
 }
 
 function itemFailure(index: number, tokenId: string | null, stage: 'parse' | 'register' | 'redeem', error: unknown, registration: ItemResult['registration']): ItemResult {
+  const refused = (failure: ItemResult['error']): ItemResult => ({ index, token_id: tokenId, status: 'refused', registration, redemption: null, error: failure });
   if (isDomainError(error)) {
-    return {
-      index,
-      token_id: tokenId,
-      status: 'refused',
-      registration,
-      redemption: null,
-      error: { stage, code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }), retryable: retryableCodes.has(error.code) },
-    };
+    return refused({ stage, code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }), retryable: retryableCodes.has(error.code) });
   }
   const outage = databaseOutageOf(error) ?? temporalOutageOf(error);
-  return {
-    index,
-    token_id: tokenId,
-    status: 'refused',
-    registration,
-    redemption: null,
-    error: {
-      stage,
-      code: outage === null ? 'INTERNAL' : outage === 'timeout' ? 'DEPENDENCY_TIMEOUT' : 'DEPENDENCY_UNAVAILABLE',
-      message: outage === null ? 'an unexpected error; the log has it' : 'a dependency did not answer',
-      retryable: true,
-    },
-  };
+  return refused({
+    stage,
+    code: outage === null ? 'INTERNAL' : outage === 'timeout' ? 'DEPENDENCY_TIMEOUT' : 'DEPENDENCY_UNAVAILABLE',
+    message: outage === null ? 'an unexpected error; the log has it' : 'a dependency did not answer',
+    retryable: true,
+  });
 }
 
 export async function posRoutes(app: FastifyInstance): Promise<void> {
@@ -160,15 +147,7 @@ export async function posRoutes(app: FastifyInstance): Promise<void> {
   }
 
   function openRedemption(_request: FastifyRequest, plc: ReturnType<typeof parsePlc>, a: z.infer<typeof redeemAuthorizationJsonSchema>, field: string, deviceId: string, redemptionId: string) {
-    const authorization: RedeemAuthorization = {
-      tokenId: a.token_id,
-      headHash: hexToBytes(a.head_hash, 32),
-      settlementRail: a.settlement_rail,
-      destination: a.destination,
-      timestampMs: a.timestamp_ms,
-      bearerPublicKey: hexToBytes(a.bearer_pubkey, 32),
-      signature: hexToBytes(a.signature, 64),
-    };
+    const authorization = redeemAuthorizationFromJson(a);
     return app.services.redemptions.openRedemption({ plc, authorization, field, route: 'pos', deviceId, redemptionId });
   }
 

@@ -11,6 +11,7 @@ import {
   isProtocolError,
   plcFromJson,
   plcJsonSchema,
+  redeemAuthorizationFromJson,
   type Plc,
   type RedeemAuthorization,
 } from '../../src/protocol/index.ts';
@@ -90,18 +91,8 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
       config: { ...rateLimit, idempotency: { scope: 'redeem' } },
     },
     async (request) => {
-        const plc = plcFromJson(request.body.plc);
-        const a = request.body.authorization;
-        const authorization: RedeemAuthorization = {
-          tokenId: a.token_id,
-          headHash: hexToBytes(a.head_hash, 32),
-          settlementRail: a.settlement_rail,
-          destination: a.destination,
-          timestampMs: a.timestamp_ms,
-          bearerPublicKey: hexToBytes(a.bearer_pubkey, 32),
-          signature: hexToBytes(a.signature, 64),
-        };
-      return redeem(request, plc, authorization, 'plc');
+      const plc = plcFromJson(request.body.plc);
+      return redeem(request, plc, redeemAuthorizationFromJson(request.body.authorization), 'plc');
     },
   );
 

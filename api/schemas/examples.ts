@@ -29,16 +29,7 @@ export const examplePlcIssued = {
 
 /** The same PLC after one offline hop, alice to bob. */
 export const examplePlcTransferred = {
-  version: '2.0',
-  token_id: '6f1c2a4e-8d3b-4c7a-9e2f-5b8a1d4c3e7f',
-  issuer_pubkey: '8a88e3dd7409f195fd52db2d3cba5d72ca6709bf1d94121bf3748801b40f6f5c',
-  amount: '25.00',
-  currency: 'BRL',
-  created_at: '2026-01-15T12:00:00.000Z',
-  expires_at: '2026-01-16T12:00:00.000Z',
-  nonce: '03030303030303030303030303030303',
-  commitment_hash: '34afb30071f16c752a067d7709233cac22fdd3e2269a3bf3b2d8fdcfbcc8d01e',
-  signature: 'b0c95225ede5cef14c1984c01c0b61929b161b0d9f009de55ca73b2589adec78b7823f1a914a7356f7b33ce968a9eb64e3d9ef151592d52f5a96df6b49c75f04',
+  ...examplePlcIssued,
   transfer_chain: [
     {
       sender_pubkey: '8a88e3dd7409f195fd52db2d3cba5d72ca6709bf1d94121bf3748801b40f6f5c',

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { inboxStatuses } from '../../db/inbox.ts';
-import { operationStatuses, operationTypes } from '../../db/operation-log.ts';
-import { penaltyActions } from '../../db/webhook-monitor.ts';
+import { inboxEventRow } from '../../db/inbox-admin.ts';
+import { operationLogRow, operationStatuses, operationTypes } from '../../db/operation-log.ts';
+import { monitorRunRow, penaltyActions, penaltyLogRow } from '../../db/webhook-monitor.ts';
 import type { BackoffRemovalResult } from '../../workflows/webhook-messages.ts';
 
 /** Schemas of the webhook operations and the monitor (api/routes/redemption-webhooks.ts, api/routes/admin-monitor.ts). */
@@ -111,58 +112,18 @@ export const reactivateAllResponse = z
   })
   .meta({ id: 'ReactivateAllResponse' });
 
-export const penaltyLogItem = z
-  .object({
-    id: z.string(),
-    webhook_id: z.string(),
-    action: z.enum(penaltyActions),
-    penalized_requests_count: z.number().int().nullable(),
-    interrupted: z.boolean().nullable(),
-    cooldown_until: z.string().nullable(),
-    source: z.string(),
-    actor: z.string().nullable(),
-    workflow_id: z.string().nullable(),
-    detail: z.unknown().nullable(),
-    created_at: z.string(),
-  })
+/** The API's items are the rows as stored: ids as strings, times as ISO strings, the enums the API does not close kept open. */
+export const penaltyLogItem = penaltyLogRow
+  .extend({ id: z.string(), cooldown_until: z.string().nullable(), source: z.string(), created_at: z.string() })
   .meta({ id: 'PenaltyLogItem' });
 
-export const operationItem = z
-  .object({
-    id: z.string(),
-    operation_type: z.string(),
-    step: z.string(),
-    status: z.enum(operationStatuses),
-    owner_id: z.string().nullable(),
-    reference_id: z.string().nullable(),
-    workflow_id: z.string().nullable(),
-    activity_id: z.string().nullable(),
-    attempts: z.number().int(),
-    retryable: z.boolean(),
-    duration_ms: z.number().int().nullable(),
-    error_code: z.string().nullable(),
-    error: z.string().nullable(),
-    started_at: z.string(),
-    finished_at: z.string().nullable(),
-  })
+export const operationItem = operationLogRow
+  .omit({ run_id: true })
+  .extend({ id: z.string(), started_at: z.string(), finished_at: z.string().nullable() })
   .meta({ id: 'OperationLogItem' });
 
-export const inboxEventItem = z
-  .object({
-    id: z.string(),
-    provider: z.string(),
-    endpoint: z.string(),
-    event_id: z.string(),
-    event_type: z.string().nullable(),
-    status: z.enum(inboxStatuses),
-    attempts: z.number().int(),
-    duplicates: z.number().int(),
-    reprocessed: z.number().int(),
-    last_error: z.string().nullable(),
-    result: z.unknown().nullable(),
-    received_at: z.string(),
-    processed_at: z.string().nullable(),
-  })
+export const inboxEventItem = inboxEventRow
+  .extend({ id: z.string(), provider: z.string(), received_at: z.string(), processed_at: z.string().nullable() })
   .meta({ id: 'InboxEventItem' });
 
 export const inboxRepairResponse = z
@@ -267,21 +228,7 @@ export const dashboardResponse = z
     monitor: z.object({
       interval_ms: z.number().int(),
       auto_heal: z.boolean(),
-      last_run: z
-        .object({
-          workflow_id: z.string(),
-          mode: z.string(),
-          checked_at: z.string(),
-          webhooks: z.number().int(),
-          penalized: z.number().int(),
-          interrupted: z.number().int(),
-          queued: z.number().int(),
-          removed: z.number().int(),
-          refused: z.number().int(),
-          failed: z.number().int(),
-          error: z.string().nullable(),
-        })
-        .nullable(),
+      last_run: monitorRunRow.omit({ run_id: true }).extend({ mode: z.string(), checked_at: z.string() }).nullable(),
     }),
     operations: z.object({
       total: z.number().int(),

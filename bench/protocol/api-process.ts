@@ -20,7 +20,7 @@ import { withTransaction } from '../../db/pool.ts';
 import { decodeTransportText, plcFromJson } from '../../src/protocol/index.ts';
 import { groupCommitStats } from '../../db/group-commit.ts';
 import { createPool } from '../../db/pool.ts';
-import { createGatewayClient } from '../../gateway/index.ts';
+import { configuredGatewayClient } from '../../infra/gateway-client.ts';
 import { nodeEd25519, nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { loadConfig } from '../../infra/config.ts';
 import { startHeapProfile, startProfile, type ProfileHandle } from './profiler.ts';
@@ -61,12 +61,7 @@ async function main(): Promise<void> {
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   // Metrics as api/server.ts makes them (METRICS_ENABLED; bench:protocol --metrics-ab runs a second process without).
   const metrics = config.METRICS_ENABLED ? createServiceMetrics({ process: 'api', database: metricsDatabaseReaders(pool) }) : null;
-  const gateway = createGatewayClient({
-    baseUrl: config.GATEWAY_BASE_URL,
-    apiKey: config.GATEWAY_API_KEY,
-    timeoutMs: config.GATEWAY_TIMEOUT_MS,
-    ...(metrics === null ? {} : { observe: metrics.observeGatewayCall }),
-  });
+  const gateway = configuredGatewayClient(config, metrics);
   const app = await buildApp({ deps: { config, pool, temporal, gateway }, logger: false, metrics });
   // Bench-only: the same app instance, one INSERT and nothing else (no schema, no rate limit).
   app.post(settings.baselinePath, async (request) => {

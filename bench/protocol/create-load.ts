@@ -48,6 +48,8 @@ export async function runCreateScenario(options: {
     before = await cpuSnapshot(options.cpuSources);
   };
 
+  // What both kinds' loops share: the name, the windows, the progress lines and the CPU sample at the window's start.
+  const loopOptions = { name, warmupMs: options.warmupMs, durationMs: options.durationMs, progress: options.log, onMeasureStart };
   let loop: BoundedLoopResult;
   if (kind === 'create') {
     const createdAtMs = Date.now();
@@ -56,12 +58,8 @@ export async function runCreateScenario(options: {
     );
     options.log(`  [${name}] ${clients * options.perClientMax} signed PLCs ready`);
     loop = await runBoundedLoop({
-      name,
+      ...loopOptions,
       items,
-      warmupMs: options.warmupMs,
-      durationMs: options.durationMs,
-      progress: options.log,
-      onMeasureStart,
       operation: async (body, client) => {
         const answer = (await postJson(services.baseUrl, '/api/v1/plc/create', body, { 'x-device-id': `bench-issuer-${client}` })) as { created?: boolean };
         if (answer.created !== true) throw new Error('create answered created=false');
@@ -70,12 +68,8 @@ export async function runCreateScenario(options: {
   } else {
     const items = Array.from({ length: clients }, () => Array.from({ length: options.perClientMax }, () => randomUUID()));
     loop = await runBoundedLoop({
-      name,
+      ...loopOptions,
       items,
-      warmupMs: options.warmupMs,
-      durationMs: options.durationMs,
-      progress: options.log,
-      onMeasureStart,
       operation: async (id) => {
         await services.temporal.workflow.executeUpdateWithStart(bareInsertUpdate, {
           args: [{ id }],

@@ -1,7 +1,7 @@
 import { summarize } from '../support/stats.ts';
 import type { OpRecord } from './drive.ts';
-import type { WorkflowTimeline } from './history.ts';
-import type { BareProbe, RedemptionProbe } from './probes.ts';
+import type { ActivityTimes, WorkflowTimeline } from './history.ts';
+import type { BareProbe, RedemptionProbe, Span } from './probes.ts';
 
 /**
  * Where one settlement's time goes: named points on its timeline (probes, workflow histories,
@@ -90,6 +90,49 @@ function relative(points: Record<string, number | null | undefined>, origin: num
   return out;
 }
 
+/** The pieces of one settlement that stand for the points both kinds have (the names differ per kind). */
+interface SettlementPieces {
+  update: Span | undefined;
+  payout: ActivityTimes | undefined;
+  webhook: Span | undefined;
+  route: ActivityTimes | undefined;
+  signalAt: number | undefined;
+  finish: ActivityTimes | undefined;
+}
+
+/** Every point of one settlement; `extra` adds the points only one kind has. */
+function settlementPoints(
+  op: OpRecord,
+  pieces: SettlementPieces,
+  settledAt: number | null,
+  timeline: WorkflowTimeline | null,
+  extra: Partial<Record<PointKey, number | undefined>> = {},
+): Points {
+  return relative(
+    {
+      handedToTemporal: pieces.update?.start,
+      workflowStarted: timeline?.started,
+      firstTaskStarted: timeline?.firstTaskStarted,
+      firstTaskCompleted: timeline?.firstTaskCompleted,
+      apiAnswered: op.respondedAt,
+      payoutStarted: pieces.payout?.started,
+      payoutCompleted: pieces.payout?.completed,
+      webhookSent: pieces.webhook?.start,
+      webhookAnswered: pieces.webhook?.end,
+      routeStarted: pieces.route?.started,
+      routeCompleted: pieces.route?.completed,
+      signalRecorded: pieces.signalAt,
+      finishStarted: pieces.finish?.started,
+      finishCompleted: pieces.finish?.completed,
+      settled: settledAt,
+      closed: timeline?.closed,
+      clientSaw: op.doneAt,
+      ...extra,
+    },
+    op.sentAt,
+  );
+}
+
 export function redemptionPoints(
   op: OpRecord,
   probe: RedemptionProbe | undefined,
@@ -97,36 +140,19 @@ export function redemptionPoints(
   timeline: WorkflowTimeline | null,
   webhookTimeline: WorkflowTimeline | null,
 ): Points {
-  const done = probe?.webhooks.find((send) => send.event === 'TRANSFER_DONE');
-  const doneSignal = timeline?.signals.find((signal) => (signal.arg as { status?: unknown } | undefined)?.status === 'DONE');
-  const payout = timeline?.activities.get('createPayout');
-  const finish = timeline?.activities.get('settleRedemption') ?? timeline?.activities.get('finishRedemption');
-  const route = webhookTimeline?.activities.get('routeInboxEvent');
-  return relative(
-    {
-      handedToTemporal: probe?.update?.start,
-      workflowStarted: timeline?.started,
-      firstTaskStarted: timeline?.firstTaskStarted,
-      firstTaskCompleted: timeline?.firstTaskCompleted,
-      apiAnswered: op.respondedAt,
-      payoutStarted: payout?.started,
-      transferCreated: probe?.transferCreate?.end,
-      payoutCompleted: payout?.completed,
-      validationSent: probe?.validation?.start,
-      validationAnswered: probe?.validation?.end,
-      webhookSent: done?.start,
-      webhookAnswered: done?.end,
-      routeStarted: route?.started,
-      routeCompleted: route?.completed,
-      signalRecorded: doneSignal?.time,
-      finishStarted: finish?.started,
-      finishCompleted: finish?.completed,
-      settled: settledAt,
-      closed: timeline?.closed,
-      clientSaw: op.doneAt,
-    },
-    op.sentAt,
-  );
+  const pieces: SettlementPieces = {
+    update: probe?.update,
+    payout: timeline?.activities.get('createPayout'),
+    webhook: probe?.webhooks.find((send) => send.event === 'TRANSFER_DONE'),
+    route: webhookTimeline?.activities.get('routeInboxEvent'),
+    signalAt: timeline?.signals.find((signal) => (signal.arg as { status?: unknown } | undefined)?.status === 'DONE')?.time,
+    finish: timeline?.activities.get('settleRedemption') ?? timeline?.activities.get('finishRedemption'),
+  };
+  return settlementPoints(op, pieces, settledAt, timeline, {
+    transferCreated: probe?.transferCreate?.end,
+    validationSent: probe?.validation?.start,
+    validationAnswered: probe?.validation?.end,
+  });
 }
 
 export function barePoints(
@@ -136,30 +162,18 @@ export function barePoints(
   timeline: WorkflowTimeline | null,
   webhookTimeline: WorkflowTimeline | null,
 ): Points {
-  const payout = timeline?.activities.get('barePayout');
-  const finish = timeline?.activities.get('bareFinish');
-  const route = webhookTimeline?.activities.get('bareRouteEvent');
-  return relative(
+  return settlementPoints(
+    op,
     {
-      handedToTemporal: probe?.update?.start,
-      workflowStarted: timeline?.started,
-      firstTaskStarted: timeline?.firstTaskStarted,
-      firstTaskCompleted: timeline?.firstTaskCompleted,
-      apiAnswered: op.respondedAt,
-      payoutStarted: payout?.started,
-      payoutCompleted: payout?.completed,
-      webhookSent: probe?.webhook?.start,
-      webhookAnswered: probe?.webhook?.end,
-      routeStarted: route?.started,
-      routeCompleted: route?.completed,
-      signalRecorded: timeline?.signals.find((signal) => signal.name === 'bareEvent')?.time,
-      finishStarted: finish?.started,
-      finishCompleted: finish?.completed,
-      settled: settledAt,
-      closed: timeline?.closed,
-      clientSaw: op.doneAt,
+      update: probe?.update,
+      payout: timeline?.activities.get('barePayout'),
+      webhook: probe?.webhook,
+      route: webhookTimeline?.activities.get('bareRouteEvent'),
+      signalAt: timeline?.signals.find((signal) => signal.name === 'bareEvent')?.time,
+      finish: timeline?.activities.get('bareFinish'),
     },
-    op.sentAt,
+    settledAt,
+    timeline,
   );
 }
 

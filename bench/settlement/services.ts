@@ -8,7 +8,7 @@ import { buildApp } from '../../api/app.ts';
 import { ensureAdminUser } from '../../db/admin-users.ts';
 import { applyMigrations } from '../../db/migrate.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
-import { createGatewayClient } from '../../gateway/index.ts';
+import { configuredGatewayClient } from '../../infra/gateway-client.ts';
 import { loadConfig, plcTaskQueueOf, type Config } from '../../infra/config.ts';
 import { createServiceMetrics } from '../../infra/metrics.ts';
 import { metricsDatabaseReaders } from '../../db/metrics-readers.ts';
@@ -115,13 +115,7 @@ export async function startServices(options: ServiceOptions): Promise<BenchServi
     const apiMetrics = config.METRICS_ENABLED ? createServiceMetrics({ process: 'api', database: metricsDatabaseReaders(pool) }) : null;
     const workerMetrics = config.METRICS_ENABLED ? createServiceMetrics({ process: 'worker' }) : null;
     cleanups.push({ name: 'metrics', run: async () => [apiMetrics, workerMetrics].forEach((metrics) => metrics?.close()) });
-    const gateway = createGatewayClient({
-      baseUrl: config.GATEWAY_BASE_URL,
-      apiKey: config.GATEWAY_API_KEY,
-      timeoutMs: config.GATEWAY_TIMEOUT_MS,
-      fetch: probes.gatewayFetch(),
-      ...(workerMetrics === null ? {} : { observe: workerMetrics.observeGatewayCall }),
-    });
+    const gateway = configuredGatewayClient(config, workerMetrics, probes.gatewayFetch());
 
     Runtime.install({ logger: new DefaultLogger('WARN') });
     const workerConnection = await NativeConnection.connect({ address: devServer.address });

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 
 /** Plain-text reporting for benchmarks: aligned tables and the machine they ran on. */
@@ -37,6 +38,12 @@ export function machineInfo(): MachineInfo {
       .map((value) => value.toFixed(2))
       .join(' '),
   };
+}
+
+/** The first line a command prints for its version (`postgres --version`), or "?". */
+export function commandVersion(command: string, versionArgs: string[]): string {
+  const result = spawnSync(command, versionArgs, { encoding: 'utf8', timeout: 10_000 });
+  return result.status === 0 ? result.stdout.trim().split('\n')[0] ?? '?' : '?';
 }
 
 export const formatNumber = (value: number, digits = 0): string =>

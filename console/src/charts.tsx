@@ -1,3 +1,5 @@
+import type { ComponentChildren } from 'preact';
+
 /**
  * Small SVG charts, drawn by the console itself (no chart library: a few dozen lines each, and
  * nothing more to keep up to date). Every chart has a title and a text alternative.
@@ -13,6 +15,7 @@ export interface Series {
 const width = 560;
 const height = 180;
 const pad = { left: 44, right: 8, top: 10, bottom: 28 };
+const plotHeight = height - pad.top - pad.bottom;
 
 function niceMax(max: number): number {
   if (max <= 0) return 1;
@@ -30,11 +33,20 @@ function isEmpty(series: readonly Series[]): boolean {
   return series.every((one) => one.values.every((value) => value === null || value === 0));
 }
 
+/** The width of one label's slot on the x axis. */
+function slotWidth(labels: readonly string[]): number {
+  return (width - pad.left - pad.right) / Math.max(1, labels.length);
+}
+
+/** The largest value drawn (0 when there is none). */
+function peak(series: readonly Series[]): number {
+  return Math.max(0, ...series.flatMap((one) => one.values.map((value) => value ?? 0)));
+}
+
 function axis(labels: readonly string[], max: number, format: (value: number) => string) {
-  const plotHeight = height - pad.top - pad.bottom;
   const ticks = [0, 0.5, 1].map((share) => ({ y: pad.top + plotHeight * (1 - share), label: format(max * share) }));
   const every = Math.max(1, Math.ceil(labels.length / 7));
-  const step = (width - pad.left - pad.right) / Math.max(1, labels.length);
+  const step = slotWidth(labels);
   return (
     <g class="axis">
       {ticks.map((tick) => (
@@ -56,13 +68,15 @@ function axis(labels: readonly string[], max: number, format: (value: number) =>
   );
 }
 
-export function BarChart(props: { title: string; labels: readonly string[]; series: readonly Series[]; format?: (value: number) => string }) {
-  const format = props.format ?? tickNumber;
-  // Counts: at least 0, 1, 2 on the axis.
-  const max = Math.max(2, niceMax(Math.max(0, ...props.series.flatMap((series) => series.values.map((value) => value ?? 0)))));
-  const plotHeight = height - pad.top - pad.bottom;
-  const step = (width - pad.left - pad.right) / Math.max(1, props.labels.length);
-  const barWidth = Math.max(2, (step * 0.8) / Math.max(1, props.series.length));
+interface ChartProps {
+  title: string;
+  labels: readonly string[];
+  series: readonly Series[];
+  format?: (value: number) => string;
+}
+
+/** What every chart draws around its marks: the title and legend, the SVG with its text alternative, the axis, and a note when all is empty. */
+function ChartFrame(props: ChartProps & { max: number; format: (value: number) => string; children: ComponentChildren }) {
   return (
     <figure class="chart">
       <figcaption>
@@ -76,82 +90,76 @@ export function BarChart(props: { title: string; labels: readonly string[]; seri
         </span>
       </figcaption>
       <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={`${props.title}: ${props.series.map((s) => `${s.name} ${s.values.join(', ')}`).join('; ')}`}>
-        {axis(props.labels, max, format)}
+        {axis(props.labels, props.max, props.format)}
         {isEmpty(props.series) ? (
           <text x={width / 2} y={height / 2} text-anchor="middle" class="empty">
             nothing in these days
           </text>
         ) : null}
-        {props.series.map((series, s) =>
-          series.values.map((value, i) => {
-            const barHeight = ((value ?? 0) / max) * plotHeight;
-            return (
-              <rect
-                key={`${series.name}-${i}`}
-                class={series.className}
-                x={pad.left + step * i + step * 0.1 + barWidth * s}
-                y={pad.top + plotHeight - barHeight}
-                width={barWidth}
-                height={barHeight}
-              >
-                <title>{`${props.labels[i] ?? ''} ${series.name}: ${value === null ? '—' : format(value)}`}</title>
-              </rect>
-            );
-          }),
-        )}
+        {props.children}
       </svg>
     </figure>
   );
 }
 
-export function LineChart(props: { title: string; labels: readonly string[]; series: readonly Series[]; format?: (value: number) => string }) {
+export function BarChart(props: ChartProps) {
   const format = props.format ?? tickNumber;
-  const max = niceMax(Math.max(0, ...props.series.flatMap((series) => series.values.map((value) => value ?? 0))));
-  const plotHeight = height - pad.top - pad.bottom;
-  const step = (width - pad.left - pad.right) / Math.max(1, props.labels.length);
+  // Counts: at least 0, 1, 2 on the axis.
+  const max = Math.max(2, niceMax(peak(props.series)));
+  const step = slotWidth(props.labels);
+  const barWidth = Math.max(2, (step * 0.8) / Math.max(1, props.series.length));
+  return (
+    <ChartFrame {...props} max={max} format={format}>
+      {props.series.map((series, s) =>
+        series.values.map((value, i) => {
+          const barHeight = ((value ?? 0) / max) * plotHeight;
+          return (
+            <rect
+              key={`${series.name}-${i}`}
+              class={series.className}
+              x={pad.left + step * i + step * 0.1 + barWidth * s}
+              y={pad.top + plotHeight - barHeight}
+              width={barWidth}
+              height={barHeight}
+            >
+              <title>{`${props.labels[i] ?? ''} ${series.name}: ${value === null ? '—' : format(value)}`}</title>
+            </rect>
+          );
+        }),
+      )}
+    </ChartFrame>
+  );
+}
+
+export function LineChart(props: ChartProps) {
+  const format = props.format ?? tickNumber;
+  const max = niceMax(peak(props.series));
+  const step = slotWidth(props.labels);
   const point = (value: number, i: number) => `${pad.left + step * i + step / 2},${pad.top + plotHeight * (1 - value / max)}`;
   return (
-    <figure class="chart">
-      <figcaption>
-        {props.title}
-        <span class="legend">
-          {props.series.map((series) => (
-            <span key={series.name} class={`key ${series.className}`}>
-              {series.name}
-            </span>
-          ))}
-        </span>
-      </figcaption>
-      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={`${props.title}: ${props.series.map((s) => `${s.name} ${s.values.join(', ')}`).join('; ')}`}>
-        {axis(props.labels, max, format)}
-        {isEmpty(props.series) ? (
-          <text x={width / 2} y={height / 2} text-anchor="middle" class="empty">
-            nothing in these days
-          </text>
-        ) : null}
-        {props.series.map((series) => {
-          // A gap where a day has no value: the line stops instead of dropping to zero.
-          const segments: string[][] = [[]];
-          series.values.forEach((value, i) => {
-            if (value === null) segments.push([]);
-            else segments[segments.length - 1]!.push(point(value, i));
-          });
-          return (
-            <g key={series.name} class={`line ${series.className}`}>
-              {segments.filter((segment) => segment.length > 0).map((segment, k) => (
-                <polyline key={k} points={segment.join(' ')} />
-              ))}
-              {series.values.map((value, i) =>
-                value === null ? null : (
-                  <circle key={i} cx={point(value, i).split(',')[0]} cy={point(value, i).split(',')[1]} r="3">
-                    <title>{`${props.labels[i] ?? ''} ${series.name}: ${format(value)}`}</title>
-                  </circle>
-                ),
-              )}
-            </g>
-          );
-        })}
-      </svg>
-    </figure>
+    <ChartFrame {...props} max={max} format={format}>
+      {props.series.map((series) => {
+        // A gap where a day has no value: the line stops instead of dropping to zero.
+        const segments: string[][] = [[]];
+        series.values.forEach((value, i) => {
+          if (value === null) segments.push([]);
+          else segments[segments.length - 1]!.push(point(value, i));
+        });
+        return (
+          <g key={series.name} class={`line ${series.className}`}>
+            {segments.filter((segment) => segment.length > 0).map((segment, k) => (
+              <polyline key={k} points={segment.join(' ')} />
+            ))}
+            {series.values.map((value, i) =>
+              value === null ? null : (
+                <circle key={i} cx={point(value, i).split(',')[0]} cy={point(value, i).split(',')[1]} r="3">
+                  <title>{`${props.labels[i] ?? ''} ${series.name}: ${format(value)}`}</title>
+                </circle>
+              ),
+            )}
+          </g>
+        );
+      })}
+    </ChartFrame>
   );
 }

@@ -1,6 +1,7 @@
-import type { ComponentChildren } from 'preact';
+import type { ComponentChildren, VNode } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiError, workflowLink, type ConsoleConfig } from './api.ts';
+import { shortId } from './format.ts';
 
 /** Shared pieces of the console's pages. */
 
@@ -52,6 +53,65 @@ export function useLoad<T>(load: () => Promise<T>, deps: readonly unknown[]) {
   }, [...deps, tick]);
   const reload = useCallback(() => setTick((value) => value + 1), []);
   return { data, error, loading, reload };
+}
+
+/**
+ * What a button or form runs: `busy` while it runs, and its failure kept for an ErrorBox (cleared
+ * when it runs again). `fail` shows an error without running (a form's own check).
+ */
+export function useAction() {
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async (action: () => Promise<void>, onFailure?: (failure: unknown) => void): Promise<void> => {
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+    } catch (failure) {
+      setError(failure);
+      onFailure?.(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, fail: setError, run };
+}
+
+/** A list's table: a head per column and a row per item, or the notice when there is no item (nothing while loading). */
+export function ListTable<T>(props: { testId: string; heads: readonly string[]; items: readonly T[] | null; none: ComponentChildren; row: (item: T) => VNode }) {
+  if (props.items === null) return null;
+  if (props.items.length === 0) return <Notice>{props.none}</Notice>;
+  return (
+    <table data-testid={props.testId}>
+      <thead>
+        <tr>
+          {props.heads.map((head, column) => (
+            <th key={column}>{head}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{props.items.map(props.row)}</tbody>
+    </table>
+  );
+}
+
+/** A PLC's short id, linking to its page. */
+export function PlcLink(props: { tokenId: string }) {
+  return <a href={`#/plc/${props.tokenId}`}>{shortId(props.tokenId)}</a>;
+}
+
+/** A redemption's short id, linking to its page. */
+export function RedemptionLink(props: { redemptionId: string }) {
+  return <a href={`#/redemption/${props.redemptionId}`}>{shortId(props.redemptionId)}</a>;
+}
+
+/** An amount and its currency in a table's number column. */
+export function AmountCell(props: { amount: string; currency: string }) {
+  return (
+    <td class="num">
+      {props.amount} {props.currency}
+    </td>
+  );
 }
 
 export function WorkflowLink(props: { config: ConsoleConfig; workflowId: string | null | undefined }) {

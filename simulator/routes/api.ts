@@ -20,7 +20,7 @@ import {
 import { wireValueFromMinor } from '../../gateway/money.ts';
 import { isValidCnpj, isValidCpf, isValidPixKey, boletoAmountMinorMax } from '../documents.ts';
 import type { FaultInjector } from '../faults.ts';
-import { SimulatorApiError, type GatewayState } from '../gateway-state.ts';
+import { SimulatorApiError, type GatewayState, type ListQueryOf } from '../gateway-state.ts';
 import type { WebhookDispatcher } from '../webhook-queue.ts';
 
 /**
@@ -177,11 +177,28 @@ function keysMatch(given: string, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-function dateRange(query: { 'dateCreated[ge]'?: string | undefined; 'dateCreated[le]'?: string | undefined }) {
+/** A list's query string as the state's lists take it. */
+function listFilter<Status extends string>(query: {
+  status?: Status | undefined;
+  externalReference?: string | undefined;
+  'dateCreated[ge]'?: string | undefined;
+  'dateCreated[le]'?: string | undefined;
+  limit: number;
+  offset: number;
+}): ListQueryOf<Status> {
   return {
-    ...(query['dateCreated[ge]'] === undefined ? {} : { dateCreatedGe: query['dateCreated[ge]'] }),
-    ...(query['dateCreated[le]'] === undefined ? {} : { dateCreatedLe: query['dateCreated[le]'] }),
+    status: query.status,
+    externalReference: query.externalReference,
+    dateCreatedGe: query['dateCreated[ge]'],
+    dateCreatedLe: query['dateCreated[le]'],
+    limit: query.limit,
+    offset: query.offset,
   };
+}
+
+/** The description and external reference a create may carry, null when absent. */
+function texts(body: { description?: string | undefined; externalReference?: string | undefined }) {
+  return { description: body.description ?? null, externalReference: body.externalReference ?? null };
 }
 
 function list<T>(data: T[], totalCount: number, hasMore: boolean, limit: number, offset: number): ListWire<T> {
@@ -221,7 +238,9 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     return JSON.stringify({ errors: [{ code: 'internal_error', description: 'injected fault: the response was lost' }] });
   });
 
-  const created = <T>(reply: FastifyReply, result: { resource: T; replayed: boolean }): T => {
+  /** A create, under the request's Idempotency-Key and its body's fingerprint; a replay says so in a header. */
+  const create = <T>(request: FastifyRequest, reply: FastifyReply, make: (key: string | null, fingerprint: string) => { resource: T; replayed: boolean }): T => {
+    const result = make(idempotencyKeyOf(request), fingerprintOf(request.body));
     if (result.replayed) void reply.header('x-idempotency-replayed', 'true');
     return result.resource;
   };
@@ -230,13 +249,11 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
 
   app.post('/customers', async (request, reply) => {
     const body = parseBody(customerCreateBody, request.body);
-    const key = idempotencyKeyOf(request);
-    return created(
-      reply,
+    return create(request, reply, (key, fingerprint) =>
       state.createCustomer(
         { name: body.name, cpfCnpj: body.cpfCnpj ?? null, email: body.email ?? null, externalReference: body.externalReference ?? null },
         key,
-        fingerprintOf(request.body),
+        fingerprint,
       ),
     );
   });
@@ -250,34 +267,18 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     if (body.billingType === 'BOLETO' && body.value > boletoAmountMinorMax) {
       throw new SimulatorApiError(400, 'invalid_value', `a Boleto carries at most ${wireValueFromMinor(boletoAmountMinorMax)}`);
     }
-    const key = idempotencyKeyOf(request);
-    return created(
-      reply,
+    return create(request, reply, (key, fingerprint) =>
       state.createPayment(
-        {
-          customerId: body.customer,
-          billingType: body.billingType,
-          valueMinor: body.value,
-          dueDate: body.dueDate,
-          description: body.description ?? null,
-          externalReference: body.externalReference ?? null,
-        },
+        { customerId: body.customer, billingType: body.billingType, valueMinor: body.value, dueDate: body.dueDate, ...texts(body) },
         key,
-        fingerprintOf(request.body),
+        fingerprint,
       ),
     );
   });
 
   app.get('/payments', async (request): Promise<ListWire<PaymentWire>> => {
     const query = parseListQuery(listPaymentsQuery, request.query);
-    const page = state.listPayments({
-      ...(query.status === undefined ? {} : { status: query.status }),
-      ...(query.customer === undefined ? {} : { customer: query.customer }),
-      ...(query.externalReference === undefined ? {} : { externalReference: query.externalReference }),
-      ...dateRange(query),
-      limit: query.limit,
-      offset: query.offset,
-    });
+    const page = state.listPayments({ ...listFilter(query), customer: query.customer });
     return list(page.data, page.totalCount, page.hasMore, query.limit, query.offset);
   });
 
@@ -297,20 +298,8 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     if (!isValidPixKey(body.pixAddressKeyType, body.pixAddressKey)) {
       throw new SimulatorApiError(400, 'invalid_pixAddressKey', `pixAddressKey is not a valid ${body.pixAddressKeyType} key`);
     }
-    const key = idempotencyKeyOf(request);
-    return created(
-      reply,
-      state.createTransfer(
-        {
-          valueMinor: body.value,
-          pixAddressKey: body.pixAddressKey,
-          pixAddressKeyType: body.pixAddressKeyType,
-          description: body.description ?? null,
-          externalReference: body.externalReference ?? null,
-        },
-        key,
-        fingerprintOf(request.body),
-      ),
+    return create(request, reply, (key, fingerprint) =>
+      state.createTransfer({ valueMinor: body.value, pixAddressKey: body.pixAddressKey, pixAddressKeyType: body.pixAddressKeyType, ...texts(body) }, key, fingerprint),
     );
   });
 
@@ -318,13 +307,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
 
   app.get('/transfers', async (request): Promise<ListWire<TransferWire>> => {
     const query = parseListQuery(listTransfersQuery, request.query);
-    const page = state.listTransfers({
-      ...(query.status === undefined ? {} : { status: query.status }),
-      ...(query.externalReference === undefined ? {} : { externalReference: query.externalReference }),
-      ...dateRange(query),
-      limit: query.limit,
-      offset: query.offset,
-    });
+    const page = state.listTransfers(listFilter(query));
     return list(page.data, page.totalCount, page.hasMore, query.limit, query.offset);
   });
 
@@ -332,18 +315,8 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
 
   app.post('/bill', async (request, reply) => {
     const body = parseBody(billPaymentCreateBody, request.body);
-    return created(
-      reply,
-      state.createBillPayment(
-        {
-          valueMinor: body.value,
-          identificationField: body.identificationField,
-          description: body.description ?? null,
-          externalReference: body.externalReference ?? null,
-        },
-        idempotencyKeyOf(request),
-        fingerprintOf(request.body),
-      ),
+    return create(request, reply, (key, fingerprint) =>
+      state.createBillPayment({ valueMinor: body.value, identificationField: body.identificationField, ...texts(body) }, key, fingerprint),
     );
   });
 
@@ -351,13 +324,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
 
   app.get('/bill', async (request): Promise<ListWire<BillPaymentWire>> => {
     const query = parseListQuery(listTransfersQuery, request.query);
-    const page = state.listBillPayments({
-      ...(query.status === undefined ? {} : { status: query.status }),
-      ...(query.externalReference === undefined ? {} : { externalReference: query.externalReference }),
-      ...dateRange(query),
-      limit: query.limit,
-      offset: query.offset,
-    });
+    const page = state.listBillPayments(listFilter(query));
     return list(page.data, page.totalCount, page.hasMore, query.limit, query.offset);
   });
 

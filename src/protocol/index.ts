@@ -122,6 +122,7 @@ export {
   cancelAuthorizationToJson,
   parseCancelAuthorizationJson,
   redeemAuthorizationToJson,
+  redeemAuthorizationFromJson,
   parseRedeemAuthorizationJson,
   type PlcJson,
   type TransferRecordJson,

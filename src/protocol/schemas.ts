@@ -237,10 +237,8 @@ export function redeemAuthorizationToJson(auth: RedeemAuthorization): RedeemAuth
   };
 }
 
-export function parseRedeemAuthorizationJson(input: unknown): RedeemAuthorization {
-  const result = redeemAuthorizationJsonSchema.safeParse(input);
-  if (!result.success) throw schemaError('redeem authorisation', result.error);
-  const json = result.data;
+/** A redeem authorisation already validated by `redeemAuthorizationJsonSchema` (a route's body), as bytes. */
+export function redeemAuthorizationFromJson(json: RedeemAuthorizationJson): RedeemAuthorization {
   return {
     tokenId: json.token_id,
     headHash: hexToBytes(json.head_hash, hashBytes),
@@ -250,4 +248,10 @@ export function parseRedeemAuthorizationJson(input: unknown): RedeemAuthorizatio
     bearerPublicKey: hexToBytes(json.bearer_pubkey, publicKeyBytes),
     signature: hexToBytes(json.signature, signatureBytes),
   };
+}
+
+export function parseRedeemAuthorizationJson(input: unknown): RedeemAuthorization {
+  const result = redeemAuthorizationJsonSchema.safeParse(input);
+  if (!result.success) throw schemaError('redeem authorisation', result.error);
+  return redeemAuthorizationFromJson(result.data);
 }

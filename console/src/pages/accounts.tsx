@@ -1,7 +1,6 @@
-import { useState } from 'preact/hooks';
 import { api, type Session } from '../api.ts';
 import { shortId, when } from '../format.ts';
-import { ErrorBox, Notice, Status, useLoad } from '../ui.tsx';
+import { ErrorBox, ListTable, Status, useAction, useLoad } from '../ui.tsx';
 
 interface Account {
   account_id: string;
@@ -15,8 +14,7 @@ interface Account {
 const pageSize = 50;
 
 function FreezeButton(props: { session: Session; account: Account; onChanged: () => void }) {
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const action = props.account.status === 'ACTIVE' ? 'freeze' : 'unfreeze';
   return (
     <span>
@@ -25,16 +23,10 @@ function FreezeButton(props: { session: Session; account: Account; onChanged: ()
         disabled={busy}
         onClick={async () => {
           if (action === 'freeze' && !confirm(`Freeze ${props.account.owner_id}? It can still receive but no longer spend.`)) return;
-          setBusy(true);
-          setError(null);
-          try {
+          await run(async () => {
             await api(props.session, `/admin/accounts/${props.account.account_id}/${action}`, { method: 'POST' });
             props.onChanged();
-          } catch (failure) {
-            setError(failure);
-          } finally {
-            setBusy(false);
-          }
+          });
         }}
       >
         {action === 'freeze' ? 'Freeze' : 'Unfreeze'}
@@ -54,45 +46,34 @@ export function AccountsPage(props: { session: Session; offset: number }) {
     <div>
       <h2>Accounts</h2>
       <ErrorBox error={error} />
-      {data === null ? null : data.length === 0 ? (
-        <Notice>No account{offset > 0 ? ' on this page' : ' yet'}.</Notice>
-      ) : (
-        <table data-testid="accounts">
-          <thead>
-            <tr>
-              <th>owner</th>
-              <th>status</th>
-              <th>balances</th>
-              <th>opened</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {data.map((account) => (
-              <tr key={account.account_id}>
-                <td>
-                  <a href={`#/plcs?q=${account.owner_id}`} title={account.owner_id}>
-                    {shortId(account.owner_id, 16)}
-                  </a>
-                </td>
-                <td>
-                  <Status value={account.status} />
-                </td>
-                <td>
-                  {account.balances
-                    .filter((balance) => !/^0(\.0+)?$/.test(balance.amount))
-                    .map((balance) => `${balance.bucket} ${balance.amount} ${balance.currency}`)
-                    .join(' · ') || '—'}
-                </td>
-                <td>{when(account.created_at)}</td>
-                <td>
-                  <FreezeButton session={props.session} account={account} onChanged={reload} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ListTable
+        testId="accounts"
+        heads={['owner', 'status', 'balances', 'opened', '']}
+        items={data}
+        none={<>No account{offset > 0 ? ' on this page' : ' yet'}.</>}
+        row={(account) => (
+          <tr key={account.account_id}>
+            <td>
+              <a href={`#/plcs?q=${account.owner_id}`} title={account.owner_id}>
+                {shortId(account.owner_id, 16)}
+              </a>
+            </td>
+            <td>
+              <Status value={account.status} />
+            </td>
+            <td>
+              {account.balances
+                .filter((balance) => !/^0(\.0+)?$/.test(balance.amount))
+                .map((balance) => `${balance.bucket} ${balance.amount} ${balance.currency}`)
+                .join(' · ') || '—'}
+            </td>
+            <td>{when(account.created_at)}</td>
+            <td>
+              <FreezeButton session={props.session} account={account} onChanged={reload} />
+            </td>
+          </tr>
+        )}
+      />
       <nav class="pager">
         {offset > 0 ? <a href={`#/accounts?offset=${Math.max(0, offset - pageSize)}`}>← previous</a> : null}
         {data !== null && data.length === pageSize ? <a href={`#/accounts?offset=${offset + pageSize}`}>next →</a> : null}

@@ -1,12 +1,11 @@
 import { useState } from 'preact/hooks';
 import { login, type Session } from '../api.ts';
-import { ErrorBox, Notice } from '../ui.tsx';
+import { ErrorBox, Notice, useAction } from '../ui.tsx';
 
 export function LoginPage(props: { message: string | null; onLogin: (session: Session) => void }) {
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, fail, run } = useAction();
   return (
     <div class="login">
       <h1>Settlement console</h1>
@@ -15,18 +14,10 @@ export function LoginPage(props: { message: string | null; onLogin: (session: Se
         onSubmit={async (event) => {
           event.preventDefault();
           if (username.trim() === '' || password === '') {
-            setError(new Error('Enter your username and password.'));
+            fail(new Error('Enter your username and password.'));
             return;
           }
-          setBusy(true);
-          setError(null);
-          try {
-            props.onLogin(await login(username.trim(), password));
-          } catch (failure) {
-            setError(failure);
-          } finally {
-            setBusy(false);
-          }
+          await run(async () => props.onLogin(await login(username.trim(), password)));
         }}
       >
         <label>

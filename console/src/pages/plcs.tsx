@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, type ConsoleConfig, type Session } from '../api.ts';
 import { pubkeyPattern, shortId, uuidPattern, when } from '../format.ts';
-import { Card, ErrorBox, Notice, Status, useLoad, WorkflowLink } from '../ui.tsx';
+import { AmountCell, Card, ErrorBox, ListTable, PlcLink, RedemptionLink, Status, useLoad, WorkflowLink } from '../ui.tsx';
 
 interface PlcStatus {
   token_id: string;
@@ -101,44 +101,27 @@ export function PlcSearchPage(props: { session: Session; query: string }) {
       {plan?.kind === 'bad' ? <ErrorBox error={new Error(plan.message)} /> : null}
       <ErrorBox error={error} />
       {loading && plan !== null ? <p class="muted">Searching…</p> : null}
-      {data !== null && data !== undefined ? (
-        data.length === 0 ? (
-          <Notice>No PLC issued by or held by this key.</Notice>
-        ) : (
-          <table data-testid="plc-results">
-            <thead>
-              <tr>
-                <th>token</th>
-                <th>status</th>
-                <th>amount</th>
-                <th>hops</th>
-                <th>issuer</th>
-                <th>bearer</th>
-                <th>created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.map((plc) => (
-                <tr key={plc.token_id}>
-                  <td>
-                    <a href={`#/plc/${plc.token_id}`}>{shortId(plc.token_id)}</a>
-                  </td>
-                  <td>
-                    <Status value={plc.status} />
-                  </td>
-                  <td class="num">
-                    {plc.amount} {plc.currency}
-                  </td>
-                  <td class="num">{plc.chain_length}</td>
-                  <td>{shortId(plc.issuer_pubkey)}</td>
-                  <td>{shortId(plc.bearer_pubkey)}</td>
-                  <td>{when(plc.created_at)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )
-      ) : null}
+      <ListTable
+        testId="plc-results"
+        heads={['token', 'status', 'amount', 'hops', 'issuer', 'bearer', 'created']}
+        items={data}
+        none="No PLC issued by or held by this key."
+        row={(plc) => (
+          <tr key={plc.token_id}>
+            <td>
+              <PlcLink tokenId={plc.token_id} />
+            </td>
+            <td>
+              <Status value={plc.status} />
+            </td>
+            <AmountCell amount={plc.amount} currency={plc.currency} />
+            <td class="num">{plc.chain_length}</td>
+            <td>{shortId(plc.issuer_pubkey)}</td>
+            <td>{shortId(plc.bearer_pubkey)}</td>
+            <td>{when(plc.created_at)}</td>
+          </tr>
+        )}
+      />
     </div>
   );
 }
@@ -245,7 +228,7 @@ export function PlcDetailPage(props: { session: Session; config: ConsoleConfig; 
                 {data.redemptions.map((redemption) => (
                   <tr key={redemption.redemption_id}>
                     <td>
-                      <a href={`#/redemption/${redemption.redemption_id}`}>{shortId(redemption.redemption_id)}</a>
+                      <RedemptionLink redemptionId={redemption.redemption_id} />
                     </td>
                     <td>
                       <Status value={redemption.status} />

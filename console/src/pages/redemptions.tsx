@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, type ConsoleConfig, type Session } from '../api.ts';
 import { shortId, uuidPattern, when } from '../format.ts';
-import { Card, ErrorBox, Notice, Status, useLoad, WorkflowLink } from '../ui.tsx';
+import { AmountCell, Card, ErrorBox, ListTable, PlcLink, RedemptionLink, Status, useAction, useLoad, WorkflowLink } from '../ui.tsx';
 
 interface Redemption {
   redemption_id: string;
@@ -54,54 +54,38 @@ export function RedemptionsPage(props: { session: Session; config: ConsoleConfig
         ))}
       </nav>
       <ErrorBox error={error} />
-      {data === null ? null : data.length === 0 ? (
-        <Notice>No {status} redemption.</Notice>
-      ) : (
-        <table data-testid="redemptions">
-          <thead>
-            <tr>
-              <th>redemption</th>
-              <th>PLC</th>
-              <th>status</th>
-              <th>gateway</th>
-              <th>amount</th>
-              <th>opened</th>
-              <th>workflow</th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.map((row) => (
-              <tr key={row.redemption_id}>
-                <td>
-                  <a href={`#/redemption/${row.redemption_id}`}>{shortId(row.redemption_id)}</a>
-                </td>
-                <td>
-                  <a href={`#/plc/${row.token_id}`}>{shortId(row.token_id)}</a>
-                </td>
-                <td>
-                  <Status value={row.status} />
-                </td>
-                <td>{row.gateway_status ?? '—'}</td>
-                <td class="num">
-                  {row.amount} {row.currency}
-                </td>
-                <td>{when(row.created_at)}</td>
-                <td>
-                  <WorkflowLink config={props.config} workflowId={row.workflow_id} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ListTable
+        testId="redemptions"
+        heads={['redemption', 'PLC', 'status', 'gateway', 'amount', 'opened', 'workflow']}
+        items={data}
+        none={<>No {status} redemption.</>}
+        row={(row) => (
+          <tr key={row.redemption_id}>
+            <td>
+              <RedemptionLink redemptionId={row.redemption_id} />
+            </td>
+            <td>
+              <PlcLink tokenId={row.token_id} />
+            </td>
+            <td>
+              <Status value={row.status} />
+            </td>
+            <td>{row.gateway_status ?? '—'}</td>
+            <AmountCell amount={row.amount} currency={row.currency} />
+            <td>{when(row.created_at)}</td>
+            <td>
+              <WorkflowLink config={props.config} workflowId={row.workflow_id} />
+            </td>
+          </tr>
+        )}
+      />
     </div>
   );
 }
 
 function RetryForm(props: { session: Session; redemption: RedemptionDetail; onDone: (answer: RetryAnswer | null) => void }) {
   const [reason, setReason] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, fail, run } = useAction();
   const [answer, setAnswer] = useState<RetryAnswer | null>(null);
   return (
     <form
@@ -109,21 +93,19 @@ function RetryForm(props: { session: Session; redemption: RedemptionDetail; onDo
       onSubmit={async (event) => {
         event.preventDefault();
         if (reason.trim().length < 3) {
-          setError(new Error('Say why you retry (at least 3 characters): it is recorded with the retry.'));
+          fail(new Error('Say why you retry (at least 3 characters): it is recorded with the retry.'));
           return;
         }
-        setBusy(true);
-        setError(null);
-        try {
-          const result = (await api<RetryAnswer>(props.session, `/admin/redemptions/${props.redemption.redemption_id}/retry`, { method: 'POST', body: { reason } })).body;
-          setAnswer(result);
-          props.onDone(result);
-        } catch (failure) {
-          setError(failure);
-          if (failure instanceof ApiError && failure.status === 409) props.onDone(null);
-        } finally {
-          setBusy(false);
-        }
+        await run(
+          async () => {
+            const result = (await api<RetryAnswer>(props.session, `/admin/redemptions/${props.redemption.redemption_id}/retry`, { method: 'POST', body: { reason } })).body;
+            setAnswer(result);
+            props.onDone(result);
+          },
+          (failure) => {
+            if (failure instanceof ApiError && failure.status === 409) props.onDone(null);
+          },
+        );
       }}
     >
       <label>
@@ -166,7 +148,7 @@ export function RedemptionDetailPage(props: { session: Session; config: ConsoleC
             </dd>
             <dt>PLC</dt>
             <dd>
-              <a href={`#/plc/${data.token_id}`}>{shortId(data.token_id)}</a>
+              <PlcLink tokenId={data.token_id} />
             </dd>
             <dt>to</dt>
             <dd>{data.destination_masked}</dd>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, type Session } from '../api.ts';
 import { shortId, when } from '../format.ts';
-import { ErrorBox, Notice, Status, useLoad } from '../ui.tsx';
+import { ErrorBox, ListTable, PlcLink, Status, useAction, useLoad } from '../ui.tsx';
 
 interface RiskFlag {
   id: string;
@@ -19,23 +19,16 @@ interface RiskFlag {
 
 function ResolveButton(props: { session: Session; flag: RiskFlag; onResolved: () => void }) {
   const [note, setNote] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   return (
     <form
       class="inline"
       onSubmit={async (event) => {
         event.preventDefault();
-        setBusy(true);
-        setError(null);
-        try {
+        await run(async () => {
           await api(props.session, `/admin/risk-flags/${props.flag.id}/resolve`, { method: 'POST', body: note.trim() === '' ? {} : { note: note.trim() } });
           props.onResolved();
-        } catch (failure) {
-          setError(failure);
-        } finally {
-          setBusy(false);
-        }
+        });
       }}
     >
       <input value={note} onInput={(event) => setNote((event.target as HTMLInputElement).value)} placeholder="note (optional)" maxLength={1000} aria-label="resolution note" />
@@ -64,40 +57,27 @@ export function RiskPage(props: { session: Session; resolved: boolean }) {
         </a>
       </nav>
       <ErrorBox error={error} />
-      {data === null ? null : data.length === 0 ? (
-        <Notice>No {props.resolved ? 'resolved' : 'open'} risk flag.</Notice>
-      ) : (
-        <table data-testid="risk-flags">
-          <thead>
-            <tr>
-              <th>raised</th>
-              <th>type</th>
-              <th>severity</th>
-              <th>signer</th>
-              <th>PLC</th>
-              <th>seen</th>
-              <th>{props.resolved ? 'resolution' : ''}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.map((flag) => (
-              <tr key={flag.id}>
-                <td>{when(flag.created_at)}</td>
-                <td>
-                  <Status value={flag.flag_type} />
-                </td>
-                <td>{flag.severity}</td>
-                <td>{flag.subject_pubkey === null ? '—' : <a href={`#/plcs?q=${flag.subject_pubkey}`}>{shortId(flag.subject_pubkey)}</a>}</td>
-                <td>{flag.token_id === null ? '—' : <a href={`#/plc/${flag.token_id}`}>{shortId(flag.token_id)}</a>}</td>
-                <td class="num">{flag.occurrences}</td>
-                <td>
-                  {flag.resolved ? `${flag.resolved_by ?? ''}${flag.resolution_note === null ? '' : `: ${flag.resolution_note}`}` : <ResolveButton session={props.session} flag={flag} onResolved={reload} />}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ListTable
+        testId="risk-flags"
+        heads={['raised', 'type', 'severity', 'signer', 'PLC', 'seen', props.resolved ? 'resolution' : '']}
+        items={data}
+        none={<>No {props.resolved ? 'resolved' : 'open'} risk flag.</>}
+        row={(flag) => (
+          <tr key={flag.id}>
+            <td>{when(flag.created_at)}</td>
+            <td>
+              <Status value={flag.flag_type} />
+            </td>
+            <td>{flag.severity}</td>
+            <td>{flag.subject_pubkey === null ? '—' : <a href={`#/plcs?q=${flag.subject_pubkey}`}>{shortId(flag.subject_pubkey)}</a>}</td>
+            <td>{flag.token_id === null ? '—' : <PlcLink tokenId={flag.token_id} />}</td>
+            <td class="num">{flag.occurrences}</td>
+            <td>
+              {flag.resolved ? `${flag.resolved_by ?? ''}${flag.resolution_note === null ? '' : `: ${flag.resolution_note}`}` : <ResolveButton session={props.session} flag={flag} onResolved={reload} />}
+            </td>
+          </tr>
+        )}
+      />
     </div>
   );
 }
