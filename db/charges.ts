@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DomainError } from '../src/errors.ts';
-import { moneyModel, type Posting } from '../src/ledger/money-model.ts';
-import { postTransaction, type PostingResult } from './ledger.ts';
+import { moneyModel } from '../src/ledger/money-model.ts';
+import { bookFor } from './ledger.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { maybeOne, one } from './sql.ts';
 import { reportCommitted } from './committed.ts';
@@ -118,7 +118,7 @@ export async function openCharge(pool: Pool, input: NewCharge): Promise<{ charge
     const existing = await lockCharge(client, input.chargeId);
     if (existing !== null) return { charge: sameRequest(existing, input), created: false };
     const posting = moneyModel.chargeCreated({ ownerId: input.ownerId, currency: 'BRL', amountMinor: input.amountMinor });
-    const booked = await bookCharge(client, input.chargeId, ledgerKeys.chargeCreated.of(input.chargeId), posting, `${input.billingType} charge ${input.chargeId}`);
+    const booked = await bookFor(client, { type: 'charge', id: input.chargeId }, ledgerKeys.chargeCreated.of(input.chargeId), posting, `${input.billingType} charge ${input.chargeId}`);
     const inserted = await maybeOne(client, chargeRow, {
       name: 'charge-insert',
       text: `INSERT INTO charges (id, owner_id, amount_minor, currency, billing_type, status, due_date, created_tx_id, device_id,
@@ -150,15 +150,6 @@ export async function openCharge(pool: Pool, input: NewCharge): Promise<{ charge
     if (raced === null) throw new Error(`charge ${input.chargeId} neither inserted nor found`);
     return { charge: sameRequest(raced, input), created: false };
   });
-}
-
-/**
- * Books one of a charge's postings. Every one is allowed on a frozen account: the opening and the
- * settlement are money coming in (a frozen account may still receive it), the failure withdraws
- * an expectation the owner never had the use of.
- */
-function bookCharge(client: PoolClient, chargeId: string, idempotencyKey: string, posting: Posting, description?: string): Promise<PostingResult> {
-  return postTransaction(client, { ...posting, idempotencyKey, referenceType: 'charge', referenceId: chargeId, description, allowFrozen: true });
 }
 
 function lockCharge(client: PoolClient, id: string): Promise<ChargeRow | null> {
@@ -261,7 +252,7 @@ export async function finishCharge(pool: Pool, id: string, outcome: FinishOutcom
     if (current.status !== 'PENDING') return { finished: false, charge: current };
     const amount = { ownerId: current.owner_id, currency: current.currency, amountMinor: current.amount_minor };
     if (outcome.status === 'SETTLED') {
-      const booked = await bookCharge(client, id, ledgerKeys.chargeSettle.of(id), moneyModel.chargeSettled(amount));
+      const booked = await bookFor(client, { type: 'charge', id: id }, ledgerKeys.chargeSettle.of(id), moneyModel.chargeSettled(amount));
       const charge = await one(client, chargeRow, {
         name: 'charge-settle',
         text: `UPDATE charges SET status = 'SETTLED', gateway_status = $2, settle_tx_id = $3, updated_at = now(), finished_at = now()
@@ -271,7 +262,7 @@ export async function finishCharge(pool: Pool, id: string, outcome: FinishOutcom
       reportCommitted(client, { kind: 'charge', outcome: 'SETTLED', seconds: secondsSince(charge.created_at) });
       return { finished: true, charge };
     }
-    const booked = await bookCharge(client, id, ledgerKeys.chargeFail.of(id), moneyModel.chargeFailed(amount));
+    const booked = await bookFor(client, { type: 'charge', id: id }, ledgerKeys.chargeFail.of(id), moneyModel.chargeFailed(amount));
     const charge = await one(client, chargeRow, {
       name: 'charge-fail',
       text: `UPDATE charges SET status = 'FAILED', gateway_status = coalesce($2, gateway_status), failure_reason = $3, fail_tx_id = $4,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { moneyModel, type Entry } from '../src/ledger/money-model.ts';
 import { paidFailedRepair, type PaidFailedRedemptionFacts } from '../src/reconciliation/gateway-audit.ts';
 import { reconcileIdempotencyKey } from '../src/reconciliation/tools.ts';
-import { postTransaction } from './ledger.ts';
+import { bookFor, postTransaction } from './ledger.ts';
 import { withTransaction, type Pool, type Queryable } from './pool.ts';
 import type { ItemRecord } from '../src/reconciliation/items.ts';
 import { recordItems } from './reconciliation/runs.ts';
@@ -418,15 +418,13 @@ export async function repairPaidFailedRedemption(
       amountMinor: redemption.amount_minor,
       feeMinor: redemption.fee_minor,
     });
-    const settlement = await postTransaction(client, {
-      idempotencyKey: ledgerKeys.redemptionSettle.of(redemption.id),
-      txType: settled.txType,
-      referenceType: 'redemption',
-      referenceId: redemption.id,
-      description: `settlement of redemption ${redemption.id} booked by gateway-audit run ${input.runId}: the gateway paid transfer ${input.transferId}`,
-      entries: settled.entries,
-      allowFrozen: true,
-    });
+    const settlement = await bookFor(
+      client,
+      { type: 'redemption', id: redemption.id },
+      ledgerKeys.redemptionSettle.of(redemption.id),
+      settled,
+      `settlement of redemption ${redemption.id} booked by gateway-audit run ${input.runId}: the gateway paid transfer ${input.transferId}`,
+    );
     await exec(client, {
       name: 'gateway-audit-settle-redemption',
       text: `UPDATE redemptions SET status = 'SETTLED', gateway_status = $2, gateway_transfer_id = coalesce(gateway_transfer_id, $3),

@@ -1,7 +1,7 @@
 import type { DatabaseError } from 'pg';
 import { z } from 'zod';
 import { DomainError } from '../src/errors.ts';
-import { buckets, txTypes, type Entry, type TxType } from '../src/ledger/money-model.ts';
+import { buckets, txTypes, type Entry, type Posting, type TxType } from '../src/ledger/money-model.ts';
 import { currencies, type Currency } from '../src/money/currency.ts';
 import type { Pool, Queryable } from './pool.ts';
 import { many, maybeOne, one } from './sql.ts';
@@ -30,6 +30,25 @@ export interface PostingResult {
   transactionId: string;
   /** false when the idempotency key had already booked this posting. */
   created: boolean;
+}
+
+/** The row a booking pays for: the owner of the money movement (docs/architecture.md, "Where new code goes"). */
+export interface BookingSubject {
+  type: 'charge' | 'redemption' | 'plc';
+  id: string;
+}
+
+/**
+ * An owner's booking: `posting` for `subject` under the subject's ledger key (src/ledger/keys.ts),
+ * in the caller's transaction, between the lock of the subject's row and its update (the one
+ * pattern of charges, redemptions and PLCs: lock, book under the key, update). Allowed on a frozen
+ * account: each such booking is money coming in (a charge's opening and settlement), the release
+ * or payment of a promise made before any freeze (a PLC's expiry or cancel, a redemption's
+ * request, settlement and failure), or the withdrawal of an expectation the owner never had the
+ * use of (a charge's failure).
+ */
+export function bookFor(client: Queryable, subject: BookingSubject, idempotencyKey: string, posting: Posting, description?: string): Promise<PostingResult> {
+  return postTransaction(client, { ...posting, idempotencyKey, referenceType: subject.type, referenceId: subject.id, description, allowFrozen: true });
 }
 
 // The function's (transaction_id, created) record as its text form "(<uuid>,t|f)": called in the

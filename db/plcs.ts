@@ -6,7 +6,7 @@ import { moneyModel } from '../src/ledger/money-model.ts';
 import { plcStatuses, type PlcStatus } from '../src/plc/lifecycle.ts';
 import type { Currency } from '../src/money/currency.ts';
 import type { KnownRecord, RegistrationDecision } from '../src/plc/register-transfers.ts';
-import { postingLegs, postTransaction, toLedgerError } from './ledger.ts';
+import { bookFor, postingLegs, toLedgerError } from './ledger.ts';
 import { keyBlockedError } from './blocklist.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
@@ -246,15 +246,7 @@ export async function releasePlc(pool: Pool, tokenId: string, kind: ReleaseKind)
       kind === 'CANCELLED'
         ? moneyModel.plcCancelled({ issuerId: plc.issuer_owner_id, currency: plc.currency, amountMinor: plc.amount_minor })
         : moneyModel.plcExpired({ issuerId: plc.issuer_owner_id, currency: plc.currency, amountMinor: plc.amount_minor });
-    const booked = await postTransaction(client, {
-      idempotencyKey: ledgerKeys.plcRelease.of(tokenId),
-      txType: posting.txType,
-      referenceType: 'plc',
-      referenceId: tokenId,
-      entries: posting.entries,
-      // Releasing a promise returns money inside the issuer's own account: allowed when frozen.
-      allowFrozen: true,
-    });
+    const booked = await bookFor(client, { type: 'plc', id: tokenId }, ledgerKeys.plcRelease.of(tokenId), posting);
     const updated = await one(client, plcRow, {
       name: 'plc-release',
       text: `UPDATE plcs SET status = $2, final_tx_id = $3, status_changed_at = now() WHERE token_id = $1

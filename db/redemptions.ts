@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { DomainError } from '../src/errors.ts';
 import { payoutDestinationTypes, type PayoutDestinationType, type PayoutRail } from '../src/settlement/payout-destination.ts';
-import { moneyModel, type Posting } from '../src/ledger/money-model.ts';
+import { moneyModel } from '../src/ledger/money-model.ts';
 import type { KnownRecord, RegistrationDecision } from '../src/plc/register-transfers.ts';
 import { keyBlockedError } from './blocklist.ts';
-import { postTransaction, type PostingResult } from './ledger.ts';
+import { bookFor } from './ledger.ts';
 import { appendTransfersBatch, isUniqueViolation, listTransfers, plcRow, toKnownRecord, type PlcRow } from './plcs.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
 import { exec, many, maybeOne, one } from './sql.ts';
@@ -237,7 +237,7 @@ async function openInTransaction(
     currency: current.currency,
     amountMinor: current.amount_minor,
   });
-  const booked = await bookRedemption(client, request.redemptionId, ledgerKeys.redemptionRequest.of(request.redemptionId), posting, `redemption of PLC ${current.token_id}`);
+  const booked = await bookFor(client, { type: 'redemption', id: request.redemptionId }, ledgerKeys.redemptionRequest.of(request.redemptionId), posting, `redemption of PLC ${current.token_id}`);
   const redemption = await one(client, redemptionRow, {
     name: 'redemption-insert',
     text: `INSERT INTO redemptions (id, token_id, bearer_pubkey, bearer_owner_id, issuer_owner_id, amount_minor, fee_minor, currency,
@@ -271,14 +271,6 @@ async function openInTransaction(
   });
   reportCommitted(client, { kind: 'redemption', outcome: 'opened' });
   return { redemption, created: true };
-}
-
-/**
- * Books one of a redemption's postings. Every one is allowed on a frozen account: the promise was
- * made before any freeze, and the bearer is owed it (or, on a failure, the issuer its release).
- */
-function bookRedemption(client: PoolClient, redemptionId: string, idempotencyKey: string, posting: Posting, description?: string): Promise<PostingResult> {
-  return postTransaction(client, { ...posting, idempotencyKey, referenceType: 'redemption', referenceId: redemptionId, description, allowFrozen: true });
 }
 
 /** Records the gateway transfer of a redemption, once. */
@@ -326,7 +318,7 @@ export async function finishRedemption(
         amountMinor: current.amount_minor,
         feeMinor: current.fee_minor,
       });
-      const booked = await bookRedemption(client, id, ledgerKeys.redemptionSettle.of(id), posting);
+      const booked = await bookFor(client, { type: 'redemption', id: id }, ledgerKeys.redemptionSettle.of(id), posting);
       const redemption = await one(client, redemptionRow, {
         name: 'redemption-settle',
         text: `UPDATE redemptions SET status = 'SETTLED', gateway_status = $2, settle_tx_id = $3, payout_error = NULL, updated_at = now(), finished_at = now()
@@ -349,7 +341,7 @@ export async function finishRedemption(
       currency: current.currency,
       amountMinor: current.amount_minor,
     });
-    const booked = await bookRedemption(client, id, ledgerKeys.redemptionFail.of(id), posting);
+    const booked = await bookFor(client, { type: 'redemption', id: id }, ledgerKeys.redemptionFail.of(id), posting);
     const redemption = await one(client, redemptionRow, {
       name: 'redemption-fail',
       text: `UPDATE redemptions SET status = 'FAILED', gateway_status = $2, failure_reason = $3, fail_tx_id = $4, payout_error = NULL, updated_at = now(),
