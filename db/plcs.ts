@@ -343,6 +343,15 @@ export interface PendingAppend {
   read: { token_id: string; status: PlcStatus; chain_length: number; head_hash: string };
   decision: Extract<RegistrationDecision, { kind: 'extend' }>;
   deviceId: string;
+  /**
+   * For an append decided without reading the PLC (services/transfer.ts, "the last hop"): what the
+   * presented PLC claims the registered one to be, checked in the same statement. The stored
+   * commitment hash and issuer signature must equal these, and the stored records' signatures, in
+   * position order and concatenated, must equal `prefixSignatures`; with the head's hash equal
+   * to `read.head_hash` (hash-linked records) the presented records before the new ones are then
+   * byte for byte the registered, verified ones. Absent when the caller read or remembered them.
+   */
+  presented?: { commitmentHash: string; issuerSignature: string; prefixSignatures: string };
 }
 
 /**
@@ -366,12 +375,19 @@ export async function appendTransfersBatch(db: Queryable, items: readonly Pendin
     name: 'plc-transfer-append-batch',
     prepare: true,
     text: `WITH wanted AS (
-             SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::text[], $7::boolean[])
-                      AS w(token_id, read_length, read_head, chain_length, head_hash, bearer_pubkey, first_hop)
+             SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::text[], $7::boolean[], $18::text[], $19::text[], $20::text[])
+                      AS w(token_id, read_length, read_head, chain_length, head_hash, bearer_pubkey, first_hop,
+                           claimed_commitment_hash, claimed_signature, claimed_prefix_signatures)
            ), locked AS (
-             SELECT p.token_id FROM plcs p JOIN wanted w USING (token_id)
+             -- Each PLC by its key from the items (a join that starts from plcs once turned a batch
+             -- into a scan of every live PLC under a generic plan).
+             SELECT p.token_id FROM wanted w JOIN plcs p USING (token_id)
               WHERE p.chain_length = w.read_length AND p.head_hash = w.read_head
                 AND p.status IN ('ISSUED', 'TRANSFERRED') AND p.redemption_id IS NULL
+                AND (w.claimed_commitment_hash IS NULL OR (
+                      p.commitment_hash = w.claimed_commitment_hash AND p.signature = w.claimed_signature
+                  AND w.claimed_prefix_signatures = coalesce((SELECT string_agg(t.signature, '' ORDER BY t.position) FROM plc_transfers t
+                                                              WHERE t.token_id = w.token_id), '')))
               ORDER BY p.token_id
                 FOR UPDATE OF p
            ), advanced AS (
@@ -414,6 +430,9 @@ export async function appendTransfersBatch(db: Queryable, items: readonly Pendin
       records.map((r) => r.record.signature),
       records.map((r) => r.record.recordHash),
       records.map((r) => r.deviceId),
+      items.map((item) => item.presented?.commitmentHash ?? null),
+      items.map((item) => item.presented?.issuerSignature ?? null),
+      items.map((item) => item.presented?.prefixSignatures ?? null),
     ],
   });
   const byToken = new Map(heads.map((head) => [head.token_id, head]));

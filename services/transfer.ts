@@ -3,8 +3,9 @@ import type { Pool } from '../db/pool.ts';
 import { DomainError } from '../src/errors.ts';
 import { forkFindingOf } from '../src/plc/fork-check.ts';
 import { expiryDueAtMs, type PlcStatus } from '../src/plc/lifecycle.ts';
-import { decideRegistration } from '../src/plc/register-transfers.ts';
-import { bytesEqual, bytesToHex, hexToBytes, type Plc, type VerifiedPrefix } from '../src/protocol/index.ts';
+import { decideRegistration, fromTransferRecord } from '../src/plc/register-transfers.ts';
+import { bytesEqual, bytesToHex, checkRecordClock, computeRecordHash, hexToBytes, verifyPlc, type Plc, type VerifiedPrefix } from '../src/protocol/index.ts';
+import { nodeVerifyEd25519 } from '../infra/ed25519-node.ts';
 import { refuseRecordsFromTheFuture, verifyOrRefuse } from './chain-intake.ts';
 import { checkForkAgainstRegistered, refuseFork, type ChainRoute } from './fork-check.ts';
 import { registeredChainOf, RegisteredChains, type RegisteredChain } from './registered-chains.ts';
@@ -111,7 +112,17 @@ export function createTransferService(deps: TransferServiceDeps): TransferServic
     // where one read costs little beside their verification.
     const remembered = registeredChains.get(tokenId);
     const memo = remembered !== undefined && remembered.commitmentHash === bytesToHex(plc.commitmentHash) ? remembered : undefined;
-    if (memo !== undefined && plc.transferChain.length <= memo.chainLength + 1) {
+    if (memo === undefined || plc.transferChain.length > memo.chainLength + 1) {
+      // Nothing remembered (another replica registered the chain, or this process forgot it):
+      // the hop a wallet registers as it goes is its chain's last record, the others registered.
+      // Decided from the presented PLC alone and appended if the database agrees, in one
+      // statement; otherwise the PLC is read below, as if this was never tried.
+      const lastHop = lastHopAppend(plc, deviceId, toleranceMs);
+      if (lastHop !== null) {
+        const head = await appendOrLose(lastHop, null);
+        if (head !== null) return registration(head, 1);
+      }
+    } else {
       verifyOrRefuse(plc, toleranceMs, field, memo.prefix);
       const decision =
         Date.now() > expiryDueAtMs(memo.expiresAtMs, toleranceMs)
@@ -207,6 +218,43 @@ export function createTransferService(deps: TransferServiceDeps): TransferServic
         issuerSignature: plc.issuerSignature,
         expiresAtMs: plc.commitment.expiresAtMs,
       }),
+  };
+}
+
+/**
+ * The append of a chain's last record on the assumption that the records before it are the ones
+ * registered, made without reading the PLC: only that record is verified (with the presented
+ * records before it taken as verified) and the database appends it only if the stored PLC is
+ * exactly the presented one without it (db/plcs.ts, `PendingAppend.presented`), alive and
+ * transferable. Null when the presented PLC gives no such append (no record, a verification
+ * failure, a record from the future, expired): the read path then answers, with the refusal a
+ * whole verification gives.
+ */
+function lastHopAppend(plc: Plc, deviceId: string, toleranceMs: number): PendingAppend | null {
+  const chain = plc.transferChain;
+  const last = chain.at(-1);
+  if (last === undefined) return null;
+  const before = chain.slice(0, -1).map((record) => ({ hash: computeRecordHash(record), signature: record.signature }));
+  const verification = verifyPlc(plc, { clockToleranceMs: toleranceMs, verifySignature: nodeVerifyEd25519, verifiedPrefix: { issuerSignature: plc.issuerSignature, records: before } });
+  const nowMs = Date.now();
+  if (!verification.ok || !checkRecordClock(chain, nowMs, { clockToleranceMs: toleranceMs }).ok || nowMs > expiryDueAtMs(plc.commitment.expiresAtMs, toleranceMs)) return null;
+  const record = fromTransferRecord(last);
+  const readLength = chain.length - 1;
+  return {
+    read: {
+      token_id: plc.commitment.tokenId,
+      // A PLC without a hop is ISSUED (the compare-and-set on the length makes it so).
+      status: readLength === 0 ? 'ISSUED' : 'TRANSFERRED',
+      chain_length: readLength,
+      head_hash: bytesToHex(before.at(-1)?.hash ?? plc.commitmentHash),
+    },
+    decision: { kind: 'extend', records: [{ ...record, position: readLength }], headHash: record.recordHash, bearerPubkey: record.recipientPubkey, chainLength: chain.length },
+    deviceId,
+    presented: {
+      commitmentHash: bytesToHex(plc.commitmentHash),
+      issuerSignature: bytesToHex(plc.issuerSignature),
+      prefixSignatures: before.map((record) => bytesToHex(record.signature)).join(''),
+    },
   };
 }
 

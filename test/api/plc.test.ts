@@ -271,6 +271,58 @@ describe('POST /api/v1/transfer/ on two API replicas (each remembers the chains 
     expect(routes).toEqual(['plc-transfer-append-batch', 'plc-transfer-append-batch']);
   });
 
+  it('a replica that remembers nothing appends the last hop in one statement, and only on the registered chain exactly', async () => {
+    const replica = await buildApp({ deps: t.app.deps, logger: false });
+    try {
+      const onB = (plc: Plc) => replica.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(plc) } });
+      const [a, b, c, d] = [newWallet(), newWallet(), newWallet(), newWallet()];
+      await t.deposit(a.pubkey, '10.00');
+      const plc0 = issue(a, { amountMinor: 100n });
+      expect((await create(plc0)).statusCode).toBe(200);
+      const plc1 = hop(plc0, a, b);
+      const plc2 = hop(plc1, b, c);
+      const named: string[] = [];
+      const pool = t.db.pool as unknown as { query: (...args: unknown[]) => unknown };
+      const original = pool.query;
+      pool.query = function (this: unknown, ...args: unknown[]) {
+        const first = args[0] as { name?: string } | string;
+        named.push(typeof first === 'string' ? first.slice(0, 40) : (first.name ?? '?'));
+        return original.apply(this, args);
+      };
+      try {
+        // Issued through A, both hops through B, which never saw the PLC: no read.
+        expect((await onB(plc1)).json()).toMatchObject({ chain_length: 1, appended: 1, status: 'TRANSFERRED' });
+        expect((await onB(plc2)).json()).toMatchObject({ chain_length: 2, appended: 1, bearer_pubkey: c.pubkey });
+      } finally {
+        pool.query = original;
+      }
+      const routes = named.filter((name) => name.startsWith('plc-') && !name.startsWith('plc-outbox-'));
+      expect(routes).toEqual(['plc-transfer-append-batch', 'plc-transfer-append-batch']);
+
+      // The records before the last are taken as registered only if they are, signature for
+      // signature: a registered record with a forged signature, or a forged issuer signature, is
+      // refused as the whole verification refuses it, and nothing is appended.
+      const forgedRecord: Plc = { ...hop(plc2, c, d), transferChain: hop(plc2, c, d).transferChain.map((record, index) => (index === 0 ? { ...record, signature: new Uint8Array(64).fill(7) } : record)) };
+      const refused = await onB(forgedRecord);
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json()).toMatchObject({ detail: [{ type: 'PLC_INVALID.invalid_signature', msg: 'the PLC does not verify: invalid_signature at record 0' }] });
+      const forgedIssuer: Plc = { ...hop(plc2, c, d), issuerSignature: new Uint8Array(64).fill(7) };
+      const refusedIssuer = await onB(forgedIssuer);
+      expect(refusedIssuer.statusCode).toBe(422);
+      expect(refusedIssuer.json()).toMatchObject({ detail: [{ type: 'PLC_INVALID.invalid_issuer_signature' }] });
+      const chain = await t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/chain` });
+      expect(chain.json().map((entry: { recipient_pubkey: string }) => entry.recipient_pubkey)).toEqual([b.pubkey, c.pubkey]);
+
+      // Two records at once (an offline stretch) and the same chain again: read, then answered.
+      const plc4 = hop(hop(plc2, c, d), d, a);
+      expect((await onB(plc4)).json()).toMatchObject({ chain_length: 4, appended: 2, bearer_pubkey: a.pubkey });
+      expect((await onB(plc4)).json()).toMatchObject({ chain_length: 4, appended: 0 });
+      expect(await findViolations(t.db.pool)).toEqual([]);
+    } finally {
+      await replica.close();
+    }
+  });
+
   it('answers from the database whenever what a replica remembers is out of date', async () => {
     // A second replica: its own routes (its own memory of registered chains), the same database.
     const replica = await buildApp({ deps: t.app.deps, logger: false });
