@@ -379,23 +379,28 @@ export async function appendTransfersBatch(db: Queryable, items: readonly Pendin
                       AS w(token_id, read_length, read_head, chain_length, head_hash, bearer_pubkey, first_hop,
                            claimed_commitment_hash, claimed_signature, claimed_prefix_signatures)
            ), locked AS (
-             -- Each PLC by its key from the items (a join that starts from plcs once turned a batch
-             -- into a scan of every live PLC under a generic plan).
-             SELECT p.token_id FROM wanted w JOIN plcs p USING (token_id)
-              WHERE p.chain_length = w.read_length AND p.head_hash = w.read_head
-                AND p.status IN ('ISSUED', 'TRANSFERRED') AND p.redemption_id IS NULL
-                AND (w.claimed_commitment_hash IS NULL OR (
-                      p.commitment_hash = w.claimed_commitment_hash AND p.signature = w.claimed_signature
-                  AND w.claimed_prefix_signatures = coalesce((SELECT string_agg(t.signature, '' ORDER BY t.position) FROM plc_transfers t
-                                                              WHERE t.token_id = w.token_id), '')))
-              ORDER BY p.token_id
-                FOR UPDATE OF p
+             -- Each PLC looked up by its key, item by item in token order (the LATERAL ... LIMIT is a
+             -- fence the planner cannot flatten into a join: with stale statistics a join once chose
+             -- to scan every live PLC by status, 100 ms a batch, where the key finds the one row).
+             SELECT l.token_id
+               FROM (SELECT * FROM wanted ORDER BY token_id) w
+              CROSS JOIN LATERAL (
+                SELECT p.token_id FROM plcs p
+                 WHERE p.token_id = w.token_id AND p.chain_length = w.read_length AND p.head_hash = w.read_head
+                   AND p.status IN ('ISSUED', 'TRANSFERRED') AND p.redemption_id IS NULL
+                   AND (w.claimed_commitment_hash IS NULL OR (
+                         p.commitment_hash = w.claimed_commitment_hash AND p.signature = w.claimed_signature
+                     AND w.claimed_prefix_signatures = coalesce((SELECT string_agg(t.signature, '' ORDER BY t.position) FROM plc_transfers t
+                                                                 WHERE t.token_id = p.token_id), '')))
+                 LIMIT 1
+                   FOR UPDATE OF p
+              ) l
            ), advanced AS (
+             -- The rows locked above, still as checked there (this statement holds their locks).
              UPDATE plcs p SET status = 'TRANSFERRED', chain_length = w.chain_length, head_hash = w.head_hash, bearer_pubkey = w.bearer_pubkey,
                     status_changed_at = CASE WHEN p.status = 'TRANSFERRED' THEN p.status_changed_at ELSE now() END
                FROM wanted w JOIN locked l USING (token_id)
-              WHERE p.token_id = w.token_id AND p.chain_length = w.read_length AND p.head_hash = w.read_head
-                AND p.status IN ('ISSUED', 'TRANSFERRED') AND p.redemption_id IS NULL
+              WHERE p.token_id = l.token_id
              RETURNING p.token_id, p.status, p.chain_length, p.head_hash, p.bearer_pubkey, w.first_hop
            ), stored AS (
              INSERT INTO plc_transfers (token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash,
