@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { AdvisoryLeadership } from '../db/advisory-leader.ts';
@@ -34,14 +35,14 @@ export interface PlcStatusDispatcherOptions {
    */
   maxPerSecond?: number;
   /**
-   * While this process is busy (its event loop at least `utilization` busy since the last poll,
-   * 0 to 1), at most `perSecond` signals per second: the requests get the CPU, the outbox grows
+   * While this process is busy (its event loop or its host's CPUs at least `utilization` busy
+   * since the last poll, 0 to 1), at most `perSecond` signals per second: the requests get the CPU, the outbox grows
    * and drains when the load falls. Nothing is dropped; a row only waits longer. The busy mode
    * lasts until the loop has been below the threshold for `calmMs` (default 2 s): a load that
    * hovers around the threshold must not flip the dispatcher to full speed between two polls.
    */
   whenBusy?: { utilization: number; perSecond: number; calmMs?: number };
-  /** The event loop's utilization since the previous call (injected by tests). */
+  /** How busy since the previous call, 0 to 1 (injected by tests; default: the busier of the event loop and the host's CPUs, `busyMeter`). */
   utilizationSinceLastCall?: () => number;
   /** How long a claimed row stays hidden from other dispatchers. */
   leaseMs?: number;
@@ -88,7 +89,7 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
   const leaseMs = options.leaseMs ?? 30_000;
   const signalTimeoutMs = options.signalTimeoutMs ?? 5000;
   const maxPerSecond = options.maxPerSecond ?? Number.POSITIVE_INFINITY;
-  const utilization = options.utilizationSinceLastCall ?? eventLoopUtilizationMeter();
+  const utilization = options.utilizationSinceLastCall ?? busyMeter();
   let lastBusyAt = Number.NEGATIVE_INFINITY;
   const isBusy = (): boolean => {
     if (options.whenBusy === undefined) return false;
@@ -180,6 +181,44 @@ export function startPlcStatusDispatcher(options: PlcStatusDispatcherOptions): P
 }
 
 /** Event-loop utilization (0 to 1) between successive calls. */
+/**
+ * The busier of this process's event loop and the host's CPUs since the previous call: the
+ * dispatcher yields when either is busy. The loop alone misses replicas sharing the host (two API
+ * processes on two CPUs each run their loops about half busy while the CPUs are saturated), and
+ * the signals' cost (the Temporal server and the worker) lands on the same CPUs there.
+ */
+export function busyMeter(): () => number {
+  const loop = eventLoopUtilizationMeter();
+  const host = hostCpuUtilizationMeter();
+  return () => Math.max(loop(), host());
+}
+
+/** The host's CPUs busy since the previous call (0 to 1), from the kernel's per-CPU times. */
+export function hostCpuUtilizationMeter(read: () => readonly { times: os.CpuInfo['times'] }[] = os.cpus): () => number {
+  let last = read();
+  return () => {
+    const now = read();
+    const since = cpuBusyBetween(last, now);
+    last = now;
+    return since;
+  };
+}
+
+/** The share of CPU time spent busy (not idle) between two readings of `os.cpus()`; 0 when no time passed. */
+export function cpuBusyBetween(before: readonly { times: os.CpuInfo['times'] }[], after: readonly { times: os.CpuInfo['times'] }[]): number {
+  let busy = 0;
+  let total = 0;
+  after.forEach((cpu, index) => {
+    const earlier = before[index];
+    if (earlier === undefined) return;
+    const idle = cpu.times.idle - earlier.times.idle;
+    const all = cpu.times.user + cpu.times.nice + cpu.times.sys + cpu.times.irq + cpu.times.idle - (earlier.times.user + earlier.times.nice + earlier.times.sys + earlier.times.irq + earlier.times.idle);
+    busy += all - idle;
+    total += all;
+  });
+  return total <= 0 ? 0 : Math.min(1, Math.max(0, busy / total));
+}
+
 export function eventLoopUtilizationMeter(): () => number {
   let last = performance.eventLoopUtilization();
   return () => {

@@ -316,6 +316,7 @@ async function main(): Promise<void> {
           let before: ApiCpu[] = [];
           let after: ApiCpu[] = [];
           const snapshot = () => Promise.all(apis.map((one) => one.ask<ApiCpu>({ type: 'cpu' })));
+          const groupsBefore = await Promise.all(apis.map((one) => one.ask<GroupCommitStats>({ type: 'group-commit' })));
           const run = await runLoad(
             {
               title: files.scenario.name,
@@ -338,6 +339,10 @@ async function main(): Promise<void> {
             },
           );
           const apiCpuS = apis.map((_, k) => cpuSeconds((after[k] as ApiCpu).process, (before[k] as ApiCpu).process));
+          const groupsAfter = await Promise.all(apis.map((one) => one.ask<GroupCommitStats>({ type: 'group-commit' })));
+          for (let k = 0; k < processes; k += 1) {
+            log(`  [${files.scenario.name}] API ${k + 1} group commit (warm-up included): ${describeGroupCommits(groupsBefore[k] as GroupCommitStats, groupsAfter[k] as GroupCommitStats)}`);
+          }
           replicaRounds.push({ processes, run, apiCpuS });
           log(
             `  [${files.scenario.name}] ${formatNumber(run.result.perSecond)} req/s, p50 ${run.result.latencyP50Ms} ms, p99 ${run.result.latencyP99Ms} ms, non-2xx ${run.result.non2xx}, ` +

@@ -148,7 +148,7 @@ export const configSchema = z
     /** Signals per second per API process at most, so that mirroring statuses never starves requests. */
     PLC_STATUS_MAX_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(20),
     /**
-     * While this process's event loop is at least PLC_STATUS_YIELD_UTILIZATION busy (0 to 1), the
+     * While this process's event loop or its host's CPUs are at least PLC_STATUS_YIELD_UTILIZATION busy (0 to 1), the
      * dispatcher sends at most PLC_STATUS_BUSY_PER_SECOND signals per second: requests first, and
      * the outbox drains when the load falls.
      */
