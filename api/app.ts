@@ -6,7 +6,7 @@ import { advisoryLeadership } from '../db/advisory-leader.ts';
 import { createPgRateLimitStore } from '../db/rate-limit-store.ts';
 import { DomainError } from '../src/errors.ts';
 import { authPlugin } from './plugins/auth.ts';
-import { plcStatusDispatcherLockKey, startPlcStatusDispatcher, type PlcStatusDispatcher } from './plc-status-dispatcher.ts';
+import { busyMeter, eventLoopUtilizationMeter, plcStatusDispatcherLockKey, startPlcStatusDispatcher, type PlcStatusDispatcher } from './plc-status-dispatcher.ts';
 import { deadlinesPlugin } from './plugins/deadlines.ts';
 import { depsPlugin, type AppDeps, type AppDepsInput } from './plugins/deps.ts';
 import { answerClientError, answerFrameworkError, errorsPlugin } from './plugins/errors.ts';
@@ -116,6 +116,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       maxPerSecond: options.deps.config.PLC_STATUS_MAX_PER_SECOND,
       signalTimeoutMs: options.deps.config.TEMPORAL_CALL_TIMEOUT_MS,
       whenBusy: { utilization: options.deps.config.PLC_STATUS_YIELD_UTILIZATION, perSecond: options.deps.config.PLC_STATUS_BUSY_PER_SECOND },
+      utilizationSinceLastCall: options.deps.config.PLC_STATUS_YIELD_TO_HOST ? busyMeter() : eventLoopUtilizationMeter(),
       // One dispatcher per database delivers, whatever the number of replicas: the caps above
       // are the deployment's rate, not each replica's.
       leadership: advisoryLeadership(options.deps.pool, {

@@ -148,11 +148,13 @@ export const configSchema = z
     /** Signals per second per API process at most, so that mirroring statuses never starves requests. */
     PLC_STATUS_MAX_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(20),
     /**
-     * While this process's event loop or its host's CPUs are at least PLC_STATUS_YIELD_UTILIZATION busy (0 to 1), the
+     * While this process's event loop or its host's CPUs (PLC_STATUS_YIELD_TO_HOST) are at least PLC_STATUS_YIELD_UTILIZATION busy (0 to 1), the
      * dispatcher sends at most PLC_STATUS_BUSY_PER_SECOND signals per second: requests first, and
      * the outbox drains when the load falls.
      */
     PLC_STATUS_YIELD_UTILIZATION: z.coerce.number().min(0).max(1).default(0.7),
+    /** Whether the host's CPUs count as busy too (false: only this process's event loop), for PLC_STATUS_YIELD_UTILIZATION. */
+    PLC_STATUS_YIELD_TO_HOST: booleanFromEnv.default(true),
     PLC_STATUS_BUSY_PER_SECOND: z.coerce.number().int().min(1).max(10_000).default(2),
     /**
      * One API process delivers the outbox at a time, elected by a PostgreSQL advisory lock: the

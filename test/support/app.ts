@@ -73,6 +73,10 @@ export async function createTestApp(overrides: Record<string, string> = {}, opti
     // A test machine runs many test files at once: a workflow's first task may take seconds
     // there. The fail-fast bounds are tested on their own (test/api/dependency-outage.test.ts).
     TEMPORAL_CALL_TIMEOUT_MS: '30000',
+    // The other test files keep the machine's CPUs busy: the statuses a test waits for must not
+    // wait for them. The yield is tested on its own (test/workflows/plc-status-outbox.test.ts,
+    // test/api/plc-status-busy.test.ts).
+    PLC_STATUS_YIELD_TO_HOST: 'false',
     ...overrides,
   });
   const connection = await Connection.connect({ address: inject('temporalAddress') });
