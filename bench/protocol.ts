@@ -2,7 +2,7 @@
  * Protocol benchmark (not a test). Run: `npm run bench:protocol`, or
  * `node --import ./worker/preload.ts bench/protocol.ts [--parts a,b,c] [--duration-s 10] [--warmup-s 2] [--connections 16]
  *   [--create-duration-s 10] [--short-plcs 5000] [--long-plcs 600] [--chains 64] [--rounds 8]
- *   [--status-yield <0..1>] [--worker-cache N] [--chain-memo N]`: `--status-yield` sets the API's PLC_STATUS_YIELD_UTILIZATION,
+ *   [--status-yield <0..1>] [--worker-cache N] [--chain-memo N] [--replica-rounds 1,2,1,2]`: `--status-yield` sets the API's PLC_STATUS_YIELD_UTILIZATION,
  *   `--worker-cache` both workers' sticky cache (TEMPORAL_MAX_CACHED_WORKFLOWS) and `--chain-memo` the API
  *   processes' PLC_CHAIN_MEMO_MAX (0: no memo), for A/B runs; the service's and the SDK's defaults when absent.
  *
@@ -14,7 +14,7 @@
  *     signature verified by the route's verifier, one row inserted in one transaction; the transfer
  *     route is reported as a ratio to it) and the baseline (one INSERT) (bench/protocol/transfer-load.ts).
  * (r) replicas: the transfer route through 1 and through 2 API processes on one database, rounds
- *     alternating (1, 2, 1, 2), autocannon's connections spread over the processes; req/s and the
+ *     alternating (1, 2, 1, 2 by default; `--replica-rounds 2,1,1,2` for the other order), autocannon's connections spread over the processes; req/s and the
  *     CPU-ms per transfer of each process.
  * (c) PLC create through the API at 2 and 32 clients, beside a bare update-with-start whose
  *     update runs one local activity inserting one row (bench/protocol/create-load.ts,
@@ -76,6 +76,7 @@ const { values: args } = parseArgs({
     'chain-memo': { type: 'string' },
     'pos-items': { type: 'string', default: '500' },
     'pos-rounds': { type: 'string', default: '2' },
+    'replica-rounds': { type: 'string', default: '1,2,1,2' },
   },
   strict: true,
 });
@@ -99,6 +100,11 @@ const statusYieldUtilization = args['status-yield'] === undefined ? undefined : 
 if (statusYieldUtilization !== undefined && !(statusYieldUtilization >= 0 && statusYieldUtilization <= 1)) throw new Error(`--status-yield takes a number from 0 to 1, got "${args['status-yield']}"`);
 const workerCache = args['worker-cache'] === undefined ? undefined : Number(args['worker-cache'].trim() || Number.NaN);
 if (workerCache !== undefined && !(Number.isSafeInteger(workerCache) && workerCache >= 0)) throw new Error(`--worker-cache takes a whole number of workflows, got "${args['worker-cache']}"`);
+/** Part (r)'s rounds, as API process counts: pairs of one 1 and one 2, in either order (2,1,1,2 cancels a drift along the run). */
+const replicaPlan = args['replica-rounds'].split(',').map((one) => Number(one.trim()));
+if (replicaPlan.length === 0 || replicaPlan.length % 2 !== 0 || replicaPlan.some((count, at) => (count !== 1 && count !== 2) || (at % 2 === 1 && count === replicaPlan[at - 1]))) {
+  throw new Error(`--replica-rounds takes pairs of 1 and 2 in either order (1,2,1,2 or 2,1,1,2), got "${args['replica-rounds']}"`);
+}
 const chainMemo = args['chain-memo'] === undefined ? undefined : Number(args['chain-memo'].trim() || Number.NaN);
 if (chainMemo !== undefined && !(Number.isSafeInteger(chainMemo) && chainMemo >= 0)) throw new Error(`--chain-memo takes a whole number of chains, got "${args['chain-memo']}"`);
 const profileDir = args['cpu-profile'];
@@ -299,12 +305,12 @@ async function main(): Promise<void> {
       }
 
       if (parts.has('r')) {
-        log(`\n(r) replicas: the transfer route through 1 and 2 API processes, ${connections} connections, ${warmupS} s warm-up + ${durationS} s each, rounds 1, 2, 1, 2`);
+        log(`\n(r) replicas: the transfer route through 1 and 2 API processes, ${connections} connections, ${warmupS} s warm-up + ${durationS} s each, rounds ${replicaPlan.join(', ')}`);
         const replica = await services.startReplica();
         log(`  second API process ${replica.api.pid} on ${replica.baseUrl} (same settings and database)`);
         const apis: ApiProcess[] = [api, replica.api];
         const bases = [services.baseUrl, replica.baseUrl];
-        const plan = [1, 2, 1, 2];
+        const plan = replicaPlan;
         const prepared: PreparedTransfer[] = [];
         for (const [round, processes] of plan.entries()) {
           const scenario = { name: `replicas #${round + 1} x${processes}`, plcs: shortPlcs, preHops: 0, hops: 4 };
@@ -519,8 +525,9 @@ async function main(): Promise<void> {
     );
     const pairs: number[] = [];
     for (let round = 0; round + 1 < replicaRounds.length; round += 2) {
-      const one = replicaRounds[round];
-      const two = replicaRounds[round + 1];
+      const pair = [replicaRounds[round], replicaRounds[round + 1]];
+      const one = pair.find((entry) => entry?.processes === 1);
+      const two = pair.find((entry) => entry?.processes === 2);
       if (one !== undefined && two !== undefined) pairs.push(two.run.result.perSecond / one.run.result.perSecond);
     }
     const ratio = median(pairs);
