@@ -244,30 +244,39 @@ describe('POST /api/v1/plc/create', () => {
   });
 });
 
+/**
+ * The PLC statements the routes sent on the test pool while `during` ran, by name. The status
+ * outbox's dispatcher (plc-outbox-*) shares the pool and may deliver a first hop's signal
+ * meanwhile (seen in CI, 2026-11-24): its statements are left out.
+ */
+async function routeStatementsDuring(during: () => Promise<void>): Promise<string[]> {
+  const named: string[] = [];
+  const pool = t.db.pool as unknown as { query: (...args: unknown[]) => unknown };
+  const original = pool.query;
+  pool.query = function (this: unknown, ...args: unknown[]) {
+    const first = args[0] as { name?: string } | string;
+    named.push(typeof first === 'string' ? first.slice(0, 40) : (first.name ?? '?'));
+    return original.apply(this, args);
+  };
+  try {
+    await during();
+  } finally {
+    pool.query = original;
+  }
+  return named.filter((name) => name.startsWith('plc-') && !name.startsWith('plc-outbox-'));
+}
+
 describe('POST /api/v1/transfer/ on two API replicas (each remembers the chains it registered)', () => {
   it('a hop on top of what this replica registered reads nothing: one write, verifying only the new record', async () => {
     const [a, b, c] = [newWallet(), newWallet(), newWallet()];
     await t.deposit(a.pubkey, '10.00');
     const plc0 = issue(a, { amountMinor: 100n });
     expect((await create(plc0)).statusCode).toBe(200);
-    const named: string[] = [];
-    const pool = t.db.pool as unknown as { query: (...args: unknown[]) => unknown };
-    const original = pool.query;
-    pool.query = function (this: unknown, ...args: unknown[]) {
-      const first = args[0] as { name?: string } | string;
-      named.push(typeof first === 'string' ? first.slice(0, 40) : (first.name ?? '?'));
-      return original.apply(this, args);
-    };
-    try {
+    const routes = await routeStatementsDuring(async () => {
       const plc1 = hop(plc0, a, b);
       expect((await transfer(plc1)).json()).toMatchObject({ chain_length: 1, appended: 1 });
       expect((await transfer(hop(plc1, b, c))).json()).toMatchObject({ chain_length: 2, appended: 1 });
-    } finally {
-      pool.query = original;
-    }
-    // The route's own statements: the status outbox's dispatcher (plc-outbox-*) shares the pool
-    // and may deliver the first hop's signal meanwhile (seen in CI, 2026-11-24).
-    const routes = named.filter((name) => name.startsWith('plc-') && !name.startsWith('plc-outbox-'));
+    });
     expect(routes).toEqual(['plc-transfer-append-batch', 'plc-transfer-append-batch']);
   });
 
@@ -281,22 +290,11 @@ describe('POST /api/v1/transfer/ on two API replicas (each remembers the chains 
       expect((await create(plc0)).statusCode).toBe(200);
       const plc1 = hop(plc0, a, b);
       const plc2 = hop(plc1, b, c);
-      const named: string[] = [];
-      const pool = t.db.pool as unknown as { query: (...args: unknown[]) => unknown };
-      const original = pool.query;
-      pool.query = function (this: unknown, ...args: unknown[]) {
-        const first = args[0] as { name?: string } | string;
-        named.push(typeof first === 'string' ? first.slice(0, 40) : (first.name ?? '?'));
-        return original.apply(this, args);
-      };
-      try {
+      const routes = await routeStatementsDuring(async () => {
         // Issued through A, both hops through B, which never saw the PLC: no read.
         expect((await onB(plc1)).json()).toMatchObject({ chain_length: 1, appended: 1, status: 'TRANSFERRED' });
         expect((await onB(plc2)).json()).toMatchObject({ chain_length: 2, appended: 1, bearer_pubkey: c.pubkey });
-      } finally {
-        pool.query = original;
-      }
-      const routes = named.filter((name) => name.startsWith('plc-') && !name.startsWith('plc-outbox-'));
+      });
       expect(routes).toEqual(['plc-transfer-append-batch', 'plc-transfer-append-batch']);
 
       // The records before the last are taken as registered only if they are, signature for
