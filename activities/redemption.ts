@@ -37,6 +37,11 @@ export interface OpenRedemptionInput {
   tokenId: string;
   bearerPubkey: string;
   headHash: string;
+  /**
+   * The presented commitment's hash, checked against the registered one under the PLC's lock
+   * (services/commitment-binding.ts checked it before); absent in redemptions opened before the check.
+   */
+  commitmentHash?: string;
   /** The payout rail; absent (pix) in redemptions opened before boleto payouts. */
   rail?: PayoutRail;
   /** A Pix key, or a boleto's digitable line (digits only). */
@@ -310,6 +315,7 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
             tokenId: input.tokenId,
             bearerPubkey: input.bearerPubkey,
             headHash: input.headHash,
+            commitmentHash: input.commitmentHash,
             rail: input.rail,
             destination: input.destination,
             destinationType: input.destinationType,

@@ -9,11 +9,15 @@ import { many, maybeOne, one } from './sql.ts';
  * the refusal the database raises when a blocked key issues, signs a hop or redeems.
  */
 
+/** Why a key is blocked: a proven fork, a proven double issue, a proven cancel after a transfer (migration 30). */
+export const keyBlockReasons = ['DOUBLE_SPEND_FORK', 'ISSUER_DOUBLE_ISSUE', 'CANCEL_AFTER_TRANSFER'] as const;
+export type KeyBlockReason = (typeof keyBlockReasons)[number];
+
 export const keyBlockRow = z.object({
   id: z.string().uuid(),
   pubkey: z.string(),
   owner_id: z.string(),
-  reason: z.literal('DOUBLE_SPEND_FORK'),
+  reason: z.enum(keyBlockReasons),
   risk_flag_id: z.string().uuid(),
   token_id: z.string().uuid().nullable(),
   route: z.string(),
@@ -54,6 +58,8 @@ export interface BlockRequest {
   riskFlagId: string;
   tokenId: string | null;
   route: string;
+  /** DOUBLE_SPEND_FORK when left out. */
+  reason?: KeyBlockReason;
 }
 
 /**
@@ -74,8 +80,8 @@ export async function blockKey(tx: PoolClient, request: BlockRequest): Promise<{
   const entry = await one(tx, keyBlockRow, {
     name: 'blocklist-insert',
     text: `INSERT INTO key_blocks (pubkey, owner_id, reason, risk_flag_id, token_id, route, blocked_at, blocked_in_version)
-           VALUES ($1, $2, 'DOUBLE_SPEND_FORK', $3, $4, $5, $6, $7) RETURNING ${columns}`,
-    values: [request.pubkey, request.ownerId, request.riskFlagId, request.tokenId, request.route, version.published_at, version.version],
+           VALUES ($1, $2, $8, $3, $4, $5, $6, $7) RETURNING ${columns}`,
+    values: [request.pubkey, request.ownerId, request.riskFlagId, request.tokenId, request.route, version.published_at, version.version, request.reason ?? 'DOUBLE_SPEND_FORK'],
   });
   return { created: true, entry };
 }

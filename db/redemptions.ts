@@ -105,6 +105,8 @@ export interface RedemptionRequest {
   bearerPubkey: string;
   /** The chain head the authorisation names. */
   headHash: string;
+  /** The presented commitment's hash: must be the registered one (checked under the PLC's lock). */
+  commitmentHash?: string | undefined;
   /** The payout rail (pix when absent: redemptions opened before boleto payouts). */
   rail?: PayoutRail | undefined;
   destination: string;
@@ -166,6 +168,11 @@ async function openInTransaction(
     values: [request.tokenId],
   });
   if (plc === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
+  if (request.commitmentHash !== undefined && plc.commitment_hash !== request.commitmentHash) {
+    // services/commitment-binding.ts refused it before the workflow started; kept here, under
+    // the lock, so that no path can open a redemption on a commitment other than the registered one.
+    throw new DomainError('PLC_MISMATCH', 'this PLC is not the one registered under its token id', { token_id: plc.token_id, reason: 'foreign_commitment' });
+  }
   if (plc.redemption_id === request.redemptionId) {
     // An earlier attempt of this same opening committed while this one waited for the PLC's lock
     // (its caller gave up on it: a local activity attempt timed out while PostgreSQL was frozen,
@@ -196,6 +203,16 @@ async function openInTransaction(
         token_id: plc.token_id,
       });
     }
+  }
+  if (
+    (plc.status === 'REDEEMED' || plc.redemption_id !== null) &&
+    decision.kind === 'unchanged' &&
+    (plc.head_hash !== request.headHash || plc.bearer_pubkey !== request.bearerPubkey)
+  ) {
+    // An earlier holder (a chain the registered one extends) signing over an older head: not the
+    // bearer, whatever became of the PLC since (docs/protocol.md section 8: NOT_CURRENT_BEARER and
+    // a DOUBLE_REDEMPTION_ATTEMPT flag, raised by the caller).
+    return { kind: 'stale_chain', plc };
   }
   if (plc.status === 'REDEEMED' || plc.redemption_id !== null) {
     throw new DomainError('PLC_ALREADY_REDEEMED', 'this PLC is already redeemed or has a redemption in flight', {

@@ -4,7 +4,15 @@ import { many, maybeOne, one } from './sql.ts';
 
 export const riskSeverities = ['low', 'medium', 'high', 'critical'] as const;
 export type RiskSeverity = (typeof riskSeverities)[number];
-export const riskFlagTypes = ['DOUBLE_SPEND_FORK', 'DOUBLE_REDEMPTION_ATTEMPT', 'OVERDUE_EXPIRY', 'WEBHOOK_CONTRADICTS_GATEWAY', 'GATEWAY_AUDIT_MISMATCH'] as const;
+export const riskFlagTypes = [
+  'DOUBLE_SPEND_FORK',
+  'DOUBLE_REDEMPTION_ATTEMPT',
+  'OVERDUE_EXPIRY',
+  'WEBHOOK_CONTRADICTS_GATEWAY',
+  'GATEWAY_AUDIT_MISMATCH',
+  'ISSUER_DOUBLE_ISSUE',
+  'CANCEL_AFTER_TRANSFER',
+] as const;
 export type RiskFlagType = (typeof riskFlagTypes)[number];
 
 export const riskFlagRow = z.object({

@@ -28,10 +28,16 @@ import {
  */
 export async function onKeyBlocked(tx: PoolClient, entry: KeyBlockRow): Promise<void> {
   await recordReputationEvent(tx, entry.owner_id, 'KEY_BLOCKED', {
-    reason: `key ${entry.pubkey} blocked: a fork it signed was proven (risk flag ${entry.risk_flag_id}, shown at ${entry.route})`,
+    reason: `key ${entry.pubkey} blocked: ${blockCause[entry.reason]} (risk flag ${entry.risk_flag_id}, shown at ${entry.route})`,
     reference: `key-block:${entry.id}`,
   });
 }
+
+const blockCause: Record<KeyBlockRow['reason'], string> = {
+  DOUBLE_SPEND_FORK: 'a fork it signed was proven',
+  ISSUER_DOUBLE_ISSUE: 'two commitments it signed under one token id were proven',
+  CANCEL_AFTER_TRANSFER: 'it cancelled a PLC after signing its first transfer',
+};
 
 /** Where a fork was shown. */
 export interface ForkShown {

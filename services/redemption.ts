@@ -15,6 +15,8 @@ import { authorizationReplayed, refuseRecordsFromTheFuture, verifyOrRefuse } fro
 import { feeRailOf, redemptionFee } from './fees.ts';
 import { checkPayoutDestination } from '../src/settlement/payout-destination.ts';
 import { checkForkAgainstRegistered, type ChainRoute } from './fork-check.ts';
+import { bindToRegistered } from './commitment-binding.ts';
+import { payoutMinorOf } from '../src/settlement/payout.ts';
 import { withDomainErrors } from './temporal.ts';
 
 /**
@@ -57,7 +59,7 @@ export interface RedemptionService {
   /**
    * Checks the chain (verification, fork, record clocks) and the authorisation, then opens the
    * redemption; answers the redemption as opened (PENDING_PAYMENT). Refuses with the domain's
-   * errors (409 `DOUBLE_SPEND_DETECTED`, `PLC_MISMATCH`, `NOT_CURRENT_BEARER`,
+   * errors (409 `DOUBLE_SPEND_DETECTED`, `PLC_MISMATCH` (another PLC, or a commitment other than the registered one), `PLC_CANCELLED_AFTER_TRANSFER`, `NOT_CURRENT_BEARER`,
    * `AUTHORIZATION_REPLAYED`, `FEE_CONSENT_REQUIRED`, `FEE_EXCEEDS_AMOUNT`, `KEY_BLOCKED` (a blocked bearer, or a new hop a blocked key signed), and what the opening refuses: `PLC_ALREADY_REDEEMED`,
    * `PLC_NOT_REDEEMABLE`, `PLC_EXPIRED`, ...; 422 `PLC_INVALID`, `UNSUPPORTED_RAIL`,
    * `BOLETO_INVALID`, `BOLETO_AMOUNT_MISMATCH`,
@@ -73,9 +75,14 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
   async function openRedemption(request: OpenRedemptionRequest): Promise<RedemptionRow> {
     const { plc, field, route, deviceId } = request;
     verifyOrRefuse(plc, toleranceMs, field);
-    // The fork check first, as at every route that receives a chain: a fork is refused with its
+    // The registered commitment is the only one (services/commitment-binding.ts): another key's
+    // commitment, an issuer's second one, or a chain its issuer cancelled after signing it over
+    // are refused before anything else is decided. Amount and currency are read from it below.
+    const registered = await bindToRegistered(pool, plc, { route, deviceId });
+    // Then the fork check, as at every route that receives a chain: a fork is refused with its
     // evidence and flagged whatever the PLC's state (being redeemed, REDEEMED, EXPIRED).
-    await checkForkAgainstRegistered(pool, { tokenId: plc.commitment.tokenId, presented: plc.transferChain, route, deviceId });
+    await checkForkAgainstRegistered(pool, { tokenId: plc.commitment.tokenId, presented: plc.transferChain, route, deviceId }, registered.known);
+    const { amount_minor: amountMinor, currency, commitment_hash: commitmentHash } = registered.plc;
     refuseRecordsFromTheFuture(plc, Date.now(), toleranceMs, field);
     // The library's check with Node's Ed25519 underneath, as for the chain (infra/ed25519-node.ts).
     const authorized = authorizeRedemption(plc, request.authorization, { nowMs: Date.now(), clockToleranceMs: toleranceMs, verifySignature: nodeVerifyEd25519 });
@@ -92,11 +99,11 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
     const fee = await redemptionFee(pool, {
       ownerId: authorized.bearerPubkey,
       rail: feeRailOf(request.authorization.settlementRail),
-      amountMinor: plc.commitment.amountMinor,
-      currency: plc.commitment.currency,
+      amountMinor,
+      currency,
     });
     // A boleto is paid in full: a line that writes an amount must write the payout, amount less fee.
-    checkPayoutDestination(request.authorization, { amountMinor: plc.commitment.amountMinor - fee.feeMinor, currency: plc.commitment.currency });
+    checkPayoutDestination(request.authorization, { amountMinor: payoutMinorOf(amountMinor, fee.feeMinor), currency });
     const redemptionId = request.redemptionId ?? randomUUID();
     const { tokenId, bearerPubkey } = authorized;
     const startWorkflowOperation = new WithStartWorkflowOperation<typeof redemptionWorkflow>('redemptionWorkflow', {
@@ -118,6 +125,7 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
             tokenId,
             bearerPubkey,
             headHash: authorized.headHash,
+            commitmentHash,
             rail: authorized.rail,
             destination: authorized.destination,
             destinationType: authorized.destinationType,

@@ -8,6 +8,7 @@ import { bytesEqual, bytesToHex, checkRecordClock, computeRecordHash, hexToBytes
 import { nodeVerifyEd25519 } from '../infra/ed25519-node.ts';
 import { refuseRecordsFromTheFuture, verifyOrRefuse } from './chain-intake.ts';
 import { checkForkAgainstRegistered, refuseFork, type ChainRoute } from './fork-check.ts';
+import { bindToRegistered } from './commitment-binding.ts';
 import { registeredChainOf, RegisteredChains, type RegisteredChain } from './registered-chains.ts';
 import type { KnownRecord } from '../src/plc/register-transfers.ts';
 
@@ -58,7 +59,8 @@ export interface TransferService {
    * Registers the presented chain. Idempotent: a chain the server already has (or a prefix of
    * it) appends nothing and answers `appended: 0`. Refuses with the domain's errors: 404
    * `PLC_NOT_FOUND`, 409 `DOUBLE_SPEND_DETECTED` (flagged), `PLC_NOT_TRANSFERABLE`, `PLC_EXPIRED`,
-   * `PLC_MISMATCH`, `CONFLICT` (kept losing races), 422 `PLC_INVALID`.
+   * `PLC_MISMATCH` (a commitment other than the registered one), `PLC_CANCELLED_AFTER_TRANSFER`,
+   * `CONFLICT` (kept losing races), 422 `PLC_INVALID`.
    */
   registerTransfers(input: RegisterTransfersInput): Promise<TransferRegistration>;
   /** A PLC this process just issued: its next hop needs no read. */
@@ -155,7 +157,10 @@ export function createTransferService(deps: TransferServiceDeps): TransferServic
       const sameCommitment = stored !== null && bytesEqual(hexToBytes(stored.plc.commitment_hash, 32), plc.commitmentHash);
       verifyOrRefuse(plc, toleranceMs, field, sameCommitment ? verifiedPrefixOf(stored) : undefined);
       if (stored === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC: it must be created first');
-      if (!sameCommitment) throw new DomainError('PLC_MISMATCH', 'this PLC differs from the one registered under its token id');
+      // The registered commitment is the only one (services/commitment-binding.ts): another key's
+      // commitment, an issuer's second one, or a chain its issuer cancelled after signing it over
+      // are refused (the last two with their evidence) before anything else is decided.
+      await bindToRegistered(pool, plc, { route, deviceId }, stored);
       // The fork check comes first: a fork is refused with its evidence and flagged whatever
       // became of the PLC since (expired, redeemed, being redeemed).
       await checkForkAgainstRegistered(pool, { tokenId, presented: plc.transferChain, route, deviceId }, stored.known);

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { blocklistVersion, listBlocks, type KeyBlockRow } from '../../db/blocklist.ts';
+import { blocklistVersion, keyBlockReasons, listBlocks, type KeyBlockRow } from '../../db/blocklist.ts';
 import { blocklistSigningKey, createBlocklistPublisher, liftKeyBlock } from '../../services/blocklist.ts';
 import { DomainError } from '../../src/errors.ts';
 import { signedBlocklistJsonSchema } from '../../src/protocol/index.ts';
@@ -21,8 +21,10 @@ const keyBlockResponse = z
     id: z.string().uuid(),
     pubkey: z.string(),
     owner_id: z.string(),
-    reason: z.literal('DOUBLE_SPEND_FORK'),
-    risk_flag_id: z.string().uuid().describe('the fork\'s DOUBLE_SPEND_FORK flag: both records, the evidence, are in its details'),
+    reason: z
+      .enum(keyBlockReasons)
+      .describe('DOUBLE_SPEND_FORK: a fork it signed; ISSUER_DOUBLE_ISSUE: two commitments it signed under one token id; CANCEL_AFTER_TRANSFER: it cancelled a PLC after signing its first hop'),
+    risk_flag_id: z.string().uuid().describe('the flag of the same name: the evidence is in its details'),
     token_id: z.string().uuid().nullable(),
     route: z.string().describe('where the fork was shown: transfer, redeem, settlements'),
     in_force: z.boolean(),
