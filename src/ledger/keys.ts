@@ -14,7 +14,7 @@ export interface LedgerKey {
   sql(idExpression: string): string;
 }
 
-function ledgerKey(area: 'plc' | 'redemption' | 'charge', event: string): LedgerKey {
+function ledgerKey(area: 'plc' | 'redemption' | 'charge' | 'plc-evidence', event: string): LedgerKey {
   return {
     of: (id) => `${area}:${id}:${event}`,
     sql: (idExpression) => `'${area}:' || ${idExpression} || ':${event}'`,
@@ -38,6 +38,8 @@ export const ledgerKeys = {
   chargeSettle: ledgerKey('charge', 'settle'),
   /** The charge's PENDING reversed, when it will not be paid. */
   chargeFail: ledgerKey('charge', 'fail'),
+  /** Issuer AVAILABLE -> bearer AVAILABLE, an operator's compensation against a cancel-after-transfer evidence (once per evidence). */
+  bearerCompensation: ledgerKey('plc-evidence', 'compensate'),
 } as const;
 
 /**

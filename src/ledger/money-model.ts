@@ -126,6 +126,14 @@ export const moneyModel = {
   redeemFailed: ({ issuerId, bearerId, currency, amountMinor }: Amount & { issuerId: string; bearerId: string }): Posting =>
     move('REDEEM_FAILED', currency, amountMinor, { ownerId: bearerId, bucket: 'PENDING' }, { ownerId: issuerId, bucket: 'PROMISED' }),
 
+  /**
+   * An operator's compensation of a bearer whose PLC its issuer cancelled after signing it over
+   * (issue 32; reconcile tool compensate-cancelled-bearers): from the issuer's AVAILABLE to the
+   * bearer's, never more than the issuer has (the caller caps it; the ledger refuses a negative bucket).
+   */
+  bearerCompensated: ({ issuerId, bearerId, currency, amountMinor }: Amount & { issuerId: string; bearerId: string }): Posting =>
+    move('RECONCILIATION', currency, amountMinor, { ownerId: issuerId, bucket: 'AVAILABLE' }, { ownerId: bearerId, bucket: 'AVAILABLE' }),
+
   riskHold: ({ ownerId, currency, amountMinor }: Amount & { ownerId: string }): Posting =>
     move('RISK_HOLD', currency, amountMinor, { ownerId, bucket: 'AVAILABLE' }, { ownerId, bucket: 'HELD' }),
 

@@ -292,7 +292,7 @@ export function rowRepairItem(
 
 /** A row repair's plan: the owner's `posting`, under its key `key.of(id)`, reported about the user bucket `about`. */
 function repairPlan(
-  row: { kind: 'plc' | 'charge' | 'redemption'; id: string; key: LedgerKey; referenceTransactionId: string | null },
+  row: { kind: 'plc' | 'charge' | 'redemption' | 'plc-evidence'; id: string; key: LedgerKey; referenceTransactionId: string | null },
   posting: Posting,
   about: Pick<RowRepairPlan, 'ownerId' | 'bucket' | 'currency' | 'amountMinor'>,
   description: string,
@@ -416,5 +416,36 @@ export function redemptionFailPlan(redemption: RedemptionRepairFacts): RowRepair
     moneyModel.redeemFailed({ issuerId, bearerId, currency, amountMinor }),
     { ownerId: bearerId, bucket: 'PENDING', currency, amountMinor },
     'fix-failed-pending: the redemption is FAILED without REDEEM_FAILED; books bearer PENDING -> issuer PROMISED (PLC reverted)',
+  );
+}
+
+/** A cancel-after-transfer evidence as its compensation needs it (db/reconciliation/phases/evidence.ts). */
+export interface CompensationFacts {
+  evidenceId: string;
+  tokenId: string;
+  issuerId: string;
+  bearerId: string;
+  currency: Currency;
+  /** The PLC's registered amount: what the bearer was promised. */
+  amountMinor: bigint;
+  /** What the issuer has in AVAILABLE now. */
+  issuerAvailableMinor: bigint;
+}
+
+/**
+ * compensate-cancelled-bearers: the bearer of a PLC its issuer cancelled after signing it over is
+ * paid, from the issuer's AVAILABLE, the registered amount or what the issuer has if less (never
+ * below zero); null when the issuer has nothing (the evidence stays open for a later run).
+ */
+export function compensationPlan(facts: CompensationFacts): RowRepairPlan | null {
+  const amountMinor = facts.issuerAvailableMinor < facts.amountMinor ? facts.issuerAvailableMinor : facts.amountMinor;
+  if (amountMinor <= 0n) return null;
+  const partial = amountMinor < facts.amountMinor ? ` (partial: the issuer has ${facts.issuerAvailableMinor} of ${facts.amountMinor})` : '';
+  return repairPlan(
+    { kind: 'plc-evidence', id: facts.evidenceId, key: ledgerKeys.bearerCompensation, referenceTransactionId: null },
+    moneyModel.bearerCompensated({ issuerId: facts.issuerId, bearerId: facts.bearerId, currency: facts.currency, amountMinor }),
+    { ownerId: facts.bearerId, bucket: 'AVAILABLE', currency: facts.currency, amountMinor },
+    `compensate-cancelled-bearers: PLC ${facts.tokenId} was cancelled by its issuer after it signed it over (evidence ${facts.evidenceId}); ` +
+      `books ${amountMinor} from the issuer's AVAILABLE to the bearer's${partial}`,
   );
 }

@@ -63,6 +63,14 @@ export const reconcileTools = {
     dryRunDefault: true,
     summary: 'Book the missing settlement (PENDING reversed, AVAILABLE credited) of SETTLED charges',
   },
+  'compensate-cancelled-bearers': {
+    kind: 'ledger',
+    ownerScoped: false,
+    adminRoute: true,
+    dryRunDefault: true,
+    summary:
+      "Compensate the bearers of PLCs their issuer cancelled after signing them over (PLC_CANCELLED_AFTER_TRANSFER evidence): the registered amount, or what the issuer has, from the issuer's AVAILABLE to the bearer's, once per evidence",
+  },
   'plc-issue-bookings': {
     kind: 'ledger',
     ownerScoped: true,

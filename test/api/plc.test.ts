@@ -347,14 +347,15 @@ describe('POST /api/v1/transfer/ on two API replicas (each remembers the chains 
       const chain = await t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc0.commitment.tokenId}/chain` });
       expect(chain.json().map((entry: { recipient_pubkey: string }) => entry.recipient_pubkey)).toEqual([b.pubkey, c.pubkey, d.pubkey, a.pubkey]);
 
-      // Cancelled through B after A issued it: A's first hop is refused, nothing appended.
+      // Cancelled through B after A issued it: A's first hop is refused as a cancel after a
+      // transfer (recorded against A), nothing appended.
       const other = issue(a, { amountMinor: 200n });
       expect((await create(other)).statusCode).toBe(200);
       const cancelled = await replica.inject({ method: 'POST', url: `/api/v1/plc/${other.commitment.tokenId}/cancel`, headers: device, payload: cancelBody(other, a) });
       expect(cancelled.statusCode).toBe(200);
       const late = await transfer(hop(other, a, b));
       expect(late.statusCode).toBe(409);
-      expect(late.json()).toMatchObject({ code: 'PLC_NOT_TRANSFERABLE' });
+      expect(late.json()).toMatchObject({ code: 'PLC_CANCELLED_AFTER_TRANSFER', details: { recorded: true, issuer_pubkey: a.pubkey } });
       expect((await t.app.inject({ method: 'GET', url: `/api/v1/plc/${other.commitment.tokenId}/chain` })).json()).toEqual([]);
       expect(await findViolations(t.db.pool)).toEqual([]);
     } finally {

@@ -17,11 +17,13 @@
  *   NOT_CURRENT_BEARER and a DOUBLE_REDEMPTION_ATTEMPT flag (docs/protocol.md section 8).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findViolations } from '../../db/ledger.ts';
 import { evidenceOfPlc } from '../../db/plc-evidence.ts';
 import { listRiskFlags } from '../../db/risk-flags.ts';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes, type Plc } from '../../src/protocol/index.ts';
+import { finishedReport, reconcileReport } from '../support/reconcile.ts';
 import { redeemBody, settlementBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { cancelBody, hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 
@@ -192,6 +194,37 @@ describe('an issuer pays offline, then cancels online', () => {
     expect(flags[0]).toMatchObject({ severity: 'high', subject_pubkey: issuer.pubkey, occurrences: 3 });
     expect(await blockedKeys()).toContain(issuer.pubkey);
     expect(await redemptionsOf(tokenId)).toHaveLength(0);
+
+    // The operator compensates Carol from the issuer's AVAILABLE: a dry run first (the default), then the real run, once.
+    const dry = await reconcileReport(h.t, h.admin, 'compensate-cancelled-bearers');
+    const planned = dry.items.filter((item) => item.key === `plc-evidence/${evidence!.id}`);
+    expect(planned).toMatchObject([{ status: 'PLANNED', owner_id: carol.pubkey, amount: '7.00' }]);
+    expect(await balanceOf(carol)).toMatchObject({ available: '0.00' });
+    const real = await finishedReport(h.t, h.admin, 'compensate-cancelled-bearers', '?dry_run=false');
+    expect(real.items.filter((item) => item.key === `plc-evidence/${evidence!.id}`)).toMatchObject([{ status: 'FIXED', owner_id: carol.pubkey }]);
+    expect(await balanceOf(carol)).toMatchObject({ available: '7.00' });
+    expect(await balanceOf(issuer)).toMatchObject({ available: '43.00' });
+    const [compensated] = await evidenceOfPlc(h.t.db.pool, tokenId);
+    expect(compensated).toMatchObject({ compensated_minor: 700n });
+    const rerun = await finishedReport(h.t, h.admin, 'compensate-cancelled-bearers', '?dry_run=false');
+    expect(rerun.items.filter((item) => item.key === `plc-evidence/${evidence!.id}`)).toEqual([]);
+    expect(await balanceOf(carol)).toMatchObject({ available: '7.00' });
+  });
+
+  it('compensates no more than the issuer has, never below zero', async () => {
+    const [issuer, bob] = [newWallet(), newWallet()];
+    const plc = await created(issuer, 4000n);
+    const tokenId = plc.commitment.tokenId;
+    const toBob = hop(plc, issuer, bob);
+    expect((await h.t.app.inject({ method: 'POST', url: `/api/v1/plc/${tokenId}/cancel`, headers: device, payload: cancelBody(plc, issuer) })).statusCode).toBe(200);
+    // The issuer promises most of it again before Bob is back online: 5.00 left of 50.00.
+    await h.t.issuePlc(issuer, 4500n, device);
+    expect((await show('transfer', toBob, bob)).json()).toMatchObject({ code: 'PLC_CANCELLED_AFTER_TRANSFER' });
+    const [evidence] = await evidenceOfPlc(h.t.db.pool, tokenId);
+    const real = await finishedReport(h.t, h.admin, 'compensate-cancelled-bearers', '?dry_run=false');
+    expect(real.items.filter((item) => item.key === `plc-evidence/${evidence!.id}`)).toMatchObject([{ status: 'FIXED', amount: '5.00' }]);
+    expect(await balanceOf(bob)).toMatchObject({ available: '5.00' });
+    expect(await balanceOf(issuer)).toMatchObject({ available: '0.00' });
   });
 });
 
@@ -211,5 +244,33 @@ describe('an earlier holder redeems while the PLC is being redeemed', () => {
     // The bearer's own second attempt is what PLC_ALREADY_REDEEMED is for.
     const twice = await show('redeem', toCarol, carol);
     expect(twice.json()).toMatchObject({ code: 'PLC_ALREADY_REDEEMED' });
+  });
+});
+
+describe('ledger verify', () => {
+  it('is clean after every attack above, and finds a chain that does not link to its registered commitment, a head that is not its chain, and a redemption of another amount', async () => {
+    expect(await findViolations(h.t.db.pool)).toEqual([]);
+    const [issuer, bob] = [newWallet(), newWallet()];
+    const plc = await created(issuer, 400n);
+    const tokenId = plc.commitment.tokenId;
+    expect((await show('redeem', hop(plc, issuer, bob), bob)).statusCode).toBe(200);
+    const pool = h.t.db.pool;
+    const [record] = (await pool.query('SELECT prev_hash FROM plc_transfers WHERE token_id = $1 AND position = 0', [tokenId])).rows;
+    const elsewhere = 'ab'.repeat(32);
+    // The damage a stolen redemption left before issue 32: a first record linking elsewhere, a redemption of another amount.
+    await pool.query('UPDATE plc_transfers SET prev_hash = $2 WHERE token_id = $1 AND position = 0', [tokenId, elsewhere]);
+    await pool.query('UPDATE redemptions SET amount_minor = amount_minor + 1 WHERE token_id = $1', [tokenId]);
+    await pool.query('UPDATE plcs SET bearer_pubkey = $2 WHERE token_id = $1', [tokenId, issuer.pubkey]);
+    try {
+      const kinds = (await findViolations(pool)).filter((violation) => violation.subject.startsWith(tokenId) || (violation.detail ?? '').includes(tokenId)).map((v) => v.kind);
+      expect(kinds.sort()).toEqual(['chain_head_mismatch', 'chain_unlinked']);
+      const redemptionKinds = (await findViolations(pool)).map((v) => v.kind);
+      expect(redemptionKinds).toContain('redemption_not_registered');
+    } finally {
+      await pool.query('UPDATE plc_transfers SET prev_hash = $2 WHERE token_id = $1 AND position = 0', [tokenId, record.prev_hash]);
+      await pool.query('UPDATE redemptions SET amount_minor = amount_minor - 1 WHERE token_id = $1', [tokenId]);
+      await pool.query('UPDATE plcs SET bearer_pubkey = $2 WHERE token_id = $1', [tokenId, bob.pubkey]);
+    }
+    expect(await findViolations(pool)).toEqual([]);
   });
 });

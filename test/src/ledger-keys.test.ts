@@ -19,6 +19,7 @@ describe('ledger idempotency keys', () => {
       `charge:${id}:created`,
       `charge:${id}:settle`,
       `charge:${id}:fail`,
+      `plc-evidence:${id}:compensate`,
     ]);
     expect(depositLedgerKey('k-1')).toBe('deposit:k-1');
   });

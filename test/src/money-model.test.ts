@@ -168,6 +168,15 @@ const rows: Row[] = [
       ['dave', 'HELD', 'BRL', -99n],
     ],
   },
+  {
+    name: 'bearerCompensated: issuer AVAILABLE -> bearer AVAILABLE',
+    build: () => moneyModel.bearerCompensated({ issuerId: 'alice', bearerId: 'bob', currency: 'BRL', amountMinor: 700n }),
+    txType: 'RECONCILIATION',
+    expected: [
+      ['alice', 'AVAILABLE', 'BRL', -700n],
+      ['bob', 'AVAILABLE', 'BRL', 700n],
+    ],
+  },
 ];
 
 describe('moneyModel builders', () => {
@@ -199,6 +208,7 @@ describe('moneyModel builders', () => {
     redeemFailed: (currency, amountMinor) => moneyModel.redeemFailed({ issuerId: 'u1', bearerId: 'u2', currency, amountMinor }),
     riskHold: (currency, amountMinor) => moneyModel.riskHold({ ownerId: 'u1', currency, amountMinor }),
     riskRelease: (currency, amountMinor) => moneyModel.riskRelease({ ownerId: 'u1', currency, amountMinor }),
+    bearerCompensated: (currency, amountMinor) => moneyModel.bearerCompensated({ issuerId: 'u1', bearerId: 'u2', currency, amountMinor }),
   };
   const builderNames = Object.keys(anyAmount) as (keyof typeof moneyModel)[];
 

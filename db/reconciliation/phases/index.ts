@@ -1,6 +1,7 @@
 import type { LedgerReconcileTool } from '../../../src/reconciliation/tools.ts';
 import type { ReconcilePhase } from '../engine.ts';
 import { failedChargesPhase, settledChargesPhase } from './charges.ts';
+import { cancelledBearersPhase } from './evidence.ts';
 import { ledgerFailuresPhase } from './ledger-failures.ts';
 import { negativeBucketsPhase } from './negative-buckets.ts';
 import { liveIssuedPlcsPhase, overduePlcsPhase, releasedPlcsPhase } from './plcs.ts';
@@ -25,4 +26,5 @@ export const phasesByTool: Record<LedgerReconcileTool, readonly ReconcilePhase[]
   'release-expired-promises': [releasedPlcsPhase, overduePlcsPhase],
   'fix-charge-settlements': [settledChargesPhase],
   'plc-issue-bookings': [liveIssuedPlcsPhase],
+  'compensate-cancelled-bearers': [cancelledBearersPhase],
 };
