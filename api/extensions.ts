@@ -21,6 +21,12 @@ export const routeExtensions: readonly RouteExtension[] = [
       'or a payment our books do not account for is found (docs/reconciliation.md). Dry by default like the others; a Temporal Schedule runs it periodically',
   },
   {
+    operation: 'POST /api/v1/admin/reconcile/compensate-cancelled-bearers',
+    reason:
+      'the bearer of a PLC its issuer cancelled after signing it over is refused (the interface keeps cancel as it is) and the chain recorded as evidence; ' +
+      "this tool lets an operator compensate that bearer from the issuer's AVAILABLE, never below zero, once per evidence, dry run first (docs/plc.md, \"Cancel after transfer\")",
+  },
+  {
     operation: '* /api/v1/dev/*',
     reason:
       'developer simulation endpoints (named by the spec without paths): drive the gateway simulator, fund an owner, make a PLC expire now, replay a stored webhook, so an integrator can test end to end without a real gateway or device (docs/b2b.md, "Developer endpoints"); never registered in production',

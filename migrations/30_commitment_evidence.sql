@@ -114,3 +114,11 @@ RETURNS TABLE (kind text, subject text, detail text) LANGUAGE sql STABLE AS $$
                                                     AND t.recipient_pubkey = r.bearer_pubkey AND t.position = r.chain_length - 1))
   LIMIT p_limit
 $$;
+
+-- A double issue or a cancel after transfer is the issuer's conduct: it counts against its owner
+-- like a fork (docs/limits-and-fees.md, RISK_FLAG).
+DROP TRIGGER risk_flags_reputation ON risk_flags;
+CREATE TRIGGER risk_flags_reputation AFTER INSERT ON risk_flags FOR EACH ROW
+  WHEN (char_length(NEW.subject_pubkey) BETWEEN 1 AND 128
+        AND NEW.flag_type IN ('DOUBLE_SPEND_FORK', 'DOUBLE_REDEMPTION_ATTEMPT', 'ISSUER_DOUBLE_ISSUE', 'CANCEL_AFTER_TRANSFER'))
+  EXECUTE FUNCTION reputation_on_risk_flag();
