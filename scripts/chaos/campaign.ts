@@ -8,11 +8,13 @@ import { createRng, type Rng } from '../../simulator/rng.ts';
 import {
   appendTransfer,
   bytesToHex,
+  cancelAuthorizationToJson,
   chainHeadHash,
   createPlc,
   generateKeyPair,
   plcToJson,
   redeemAuthorizationToJson,
+  signCancel,
   signRedeem,
   type KeyPair,
   type Plc,
@@ -29,12 +31,15 @@ import { startStack, type Stack } from './stack.ts';
  *    be paying), and no DONE transfer that is not a PLC's;
  * 2. the ledger verifies (`ledger_violations()`, what `npm run ledger -- verify` runs);
  * 3. every redemption is final, or in flight with a live workflow;
- * 4. the gateway audit (a dry run through the API) finds nothing.
+ * 4. the gateway audit (a dry run through the API) finds nothing;
+ * 5. every SETTLED redemption names its transfer, DONE at the gateway for the registered amount
+ *    less the fee priced on it, and its bearer held the PLC (issue 32; the ledger check adds that
+ *    every registered chain links to its registered commitment).
  *
  * The parts: concurrent redemptions of forked and re-keyed PLCs through both routes; SIGKILL of
  * the worker mid-payout; SIGKILL of the whole stack mid-payout; duplicated, reordered, late, lost
  * and contradicting webhooks; PostgreSQL and Temporal frozen (SIGSTOP) under load; requests with
- * bad headers in the same batches as good ones. Every random choice comes from one seeded
+ * bad headers in the same batches as good ones; cheating issuers and strangers (issue 32). Every random choice comes from one seeded
  * generator, printed first, so a failing run can be replayed (the timing of a real stack cannot be
  * replayed exactly; the choices are). The campaign is the gateway's bank: it completes (or, one in
  * ten, fails) each payout the gateway holds in BANK_PROCESSING, and holds them when a part wants
@@ -362,6 +367,27 @@ class Campaign {
     }
     for (const token of done.keys()) if (!known.has(token)) violations.push(`${part}: DONE transfers for an unknown PLC ${token}`);
 
+    // Issue 32: every payout is the registered amount less the fee priced on it, to a key that held
+    // the PLC, and every settled redemption names the one transfer that paid it.
+    const settled = await this.pool.query<{ id: string; token_id: string; gateway_transfer_id: string | null; payout_minor: string; holder: boolean }>(
+      `SELECT r.id, r.token_id, r.gateway_transfer_id, (p.amount_minor - r.fee_minor)::text AS payout_minor,
+              EXISTS (SELECT 1 FROM plc_transfers t WHERE t.token_id = r.token_id AND t.recipient_pubkey = r.bearer_pubkey) AS holder
+         FROM redemptions r JOIN plcs p ON p.token_id = r.token_id WHERE r.status = 'SETTLED'`,
+    );
+    const byId = new Map(this.transfers().map((t) => [t.id, t]));
+    for (const row of settled.rows) {
+      if (!row.holder) violations.push(`${part}: redemption ${row.id} paid ${row.token_id} to a key that never held it`);
+      if (row.gateway_transfer_id === null) {
+        violations.push(`${part}: redemption ${row.id} SETTLED without the id of the transfer that paid it`);
+        continue;
+      }
+      const transfer = byId.get(row.gateway_transfer_id);
+      if (transfer === undefined || transfer.status !== 'DONE') violations.push(`${part}: redemption ${row.id} SETTLED by transfer ${row.gateway_transfer_id}, which is ${transfer?.status ?? 'unknown'} at the gateway`);
+      else if (Math.round(Number(transfer.value) * 100).toString() !== row.payout_minor) {
+        violations.push(`${part}: redemption ${row.id} paid ${String(transfer.value)}, not its registered amount less its fee (${row.payout_minor} minor units)`);
+      }
+    }
+
     for (const violation of await findViolations(this.pool)) violations.push(`${part}: ledger: ${violation.kind} ${violation.subject} ${violation.detail}`);
 
     const pending = await this.pool.query<{ id: string; gateway_transfer_id: string | null }>(
@@ -537,6 +563,74 @@ class Campaign {
     }
   }
 
+  /**
+   * Issue 32's adversaries, each refused with its own code and nothing paid: a stranger presenting a
+   * commitment of their own under a known token id (at redeem, settlements and transfer), an issuer
+   * double-issuing (a second commitment under the token id, to a second payee), an issuer who pays
+   * offline and then cancels. The honest bearer of each stranger's target is paid afterwards.
+   */
+  async cheatingIssuers(): Promise<void> {
+    const rounds = this.options.short ? 1 : 6;
+    const device = { 'x-device-id': 'chaos-device' };
+    const expectRefusal = (what: string, answer: { status: number; json: unknown }, code: string, reason?: string) => {
+      const body = answer.json as { code?: string; details?: { reason?: string } };
+      if (answer.status !== 409 || body.code !== code || (reason !== undefined && body.details?.reason !== reason)) {
+        this.stats.violations.push(`cheating issuers: ${what} answered ${answer.status} ${JSON.stringify(answer.json).slice(0, 200)} (409 ${code}${reason === undefined ? '' : ` ${reason}`} expected)`);
+      }
+    };
+    for (let round = 0; round < rounds; round += 1) {
+      // A stranger who read a token id from the public promises list.
+      const target = await this.transferablePlc();
+      if (target !== null) {
+        const stranger = wallet();
+        const accomplice = wallet();
+        const own = createPlc({
+          issuerSecretKey: stranger.keys.secretKey,
+          amountMinor: target.plc.commitment.amountMinor * BigInt(this.pick(1, 20)),
+          currency: 'BRL',
+          createdAtMs: Date.now(),
+          ttlHours: 24,
+          tokenId: target.plc.commitment.tokenId,
+        });
+        const forged = appendTransfer(own, { senderSecretKey: stranger.keys.secretKey, recipientPublicKey: accomplice.keys.publicKey, timestampMs: Date.now() });
+        expectRefusal('a stranger at /redeem/', await this.redeem(forged, accomplice), 'PLC_MISMATCH', 'foreign_commitment');
+        expectRefusal('a stranger at /settlements', await this.request('POST', '/settlements', this.settlementBody(forged, accomplice), device), 'PLC_MISMATCH', 'foreign_commitment');
+        expectRefusal('a stranger at /transfer/', await this.request('POST', '/transfer/', { plc: plcToJson(forged) }, device), 'PLC_MISMATCH', 'foreign_commitment');
+        this.stats.faults += 3;
+        const honest = await this.redeem(target.chain, target.bearer);
+        if (honest.status !== 200) this.stats.violations.push(`cheating issuers: the honest bearer after a stranger answered ${honest.status} ${JSON.stringify(honest.json).slice(0, 200)}`);
+      }
+      // An issuer of its own (its key is blocked by what it does) signs a second commitment.
+      const doubler = await this.transferablePlc(await this.fundedIssuer());
+      if (doubler !== null) {
+        const second = createPlc({
+          issuerSecretKey: doubler.issuer.keys.secretKey,
+          amountMinor: BigInt(this.pick(1, 99_999)),
+          currency: 'BRL',
+          createdAtMs: Date.now(),
+          ttlHours: 24,
+          tokenId: doubler.plc.commitment.tokenId,
+        });
+        const payee = wallet();
+        const chain = appendTransfer(second, { senderSecretKey: doubler.issuer.keys.secretKey, recipientPublicKey: payee.keys.publicKey, timestampMs: Date.now() });
+        expectRefusal('a double issue at /redeem/', await this.redeem(chain, payee), 'PLC_MISMATCH', 'issuer_double_issue');
+        this.stats.faults += 1;
+      }
+      // An issuer of its own pays offline, then cancels online.
+      const canceller = await this.transferablePlc(await this.fundedIssuer());
+      if (canceller !== null) {
+        const authorization = signCancel(
+          { tokenId: canceller.plc.commitment.tokenId, commitmentHash: canceller.plc.commitmentHash, timestampMs: Date.now() },
+          canceller.issuer.keys.secretKey,
+        );
+        const cancel = await this.request('POST', `/plc/${canceller.plc.commitment.tokenId}/cancel`, { authorization: cancelAuthorizationToJson(authorization) }, device);
+        if (cancel.status !== 200) this.stats.violations.push(`cheating issuers: the cancel answered ${cancel.status} ${JSON.stringify(cancel.json).slice(0, 200)}`);
+        else expectRefusal('a cancel after an offline payment at /redeem/', await this.redeem(canceller.chain, canceller.bearer), 'PLC_CANCELLED_AFTER_TRANSFER');
+        this.stats.faults += 1;
+      }
+    }
+  }
+
   /** Good and bad requests in one batch: an 8,000-character X-Device-ID on create, transfer, redeem and settlements. */
   async badHeaders(): Promise<void> {
     const bad = 'x'.repeat(8000);
@@ -586,6 +680,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       ['hostile webhooks', () => campaign.hostileWebhooks()],
       ['dependency freezes', () => campaign.freezes()],
       ['bad headers', () => campaign.badHeaders()],
+      ['cheating issuers', () => campaign.cheatingIssuers()],
     ];
     for (const [name, run] of steps) {
       if (options.only !== undefined && !options.only.includes(name)) continue;
