@@ -94,7 +94,7 @@ export const transportHopsMax = 20;
 /**
  * Most transfer records the text form carries when the PLC also carries its issue receipt
  * (receipt.ts, 140 more CBOR bytes): a worst-case PLC with its receipt and 19 records is 2,810
- * bytes and 4,215 characters; with 20 it is 2,941 bytes and 4,417 characters, over the QR
+ * bytes and 4,220 characters; with 20 it is 2,941 bytes and 4,417 characters, over the QR
  * capacity. test/src/protocol/receipt.test.ts re-measures it.
  */
 export const transportHopsMaxWithReceipt = 19;
