@@ -11,9 +11,12 @@ import {
   generateKeyPair,
   hexToBytes,
   signBlocklist,
+  canonicalReceiptKeyOrder,
   type KeyPair,
+  type ReceiptKey,
   type SignedBlocklistJson,
 } from '../src/protocol/index.ts';
+import { publishedReceiptKeys } from './issue-receipt.ts';
 
 /**
  * The blocklist of keys proven to cheat (docs/protocol.md section 18): a fork's culprit is
@@ -83,7 +86,9 @@ export function blocklistSigningKey(config: { BLOCKLIST_SIGNING_SEED?: string | 
  * is made, and Ed25519 signing is deterministic), so the last one signed is kept and served again
  * while the version stays; a request then costs one small read.
  */
-export function createBlocklistPublisher(deps: { pool: Pool; signingKey: KeyPair }) {
+export function createBlocklistPublisher(deps: { pool: Pool; signingKey: KeyPair; receiptKeys?: readonly ReceiptKey[] }) {
+  // The receipt keys (format v2, docs/protocol.md 19.4): the blocklist key signs the receipts too.
+  const receiptKeys = canonicalReceiptKeyOrder(deps.receiptKeys ?? publishedReceiptKeys(deps.signingKey));
   let last: SignedBlocklistJson | null = null;
   return {
     publicKey: bytesToHex(deps.signingKey.publicKey),
@@ -92,7 +97,7 @@ export function createBlocklistPublisher(deps: { pool: Pool; signingKey: KeyPair
       const current = await currentBlocklist(deps.pool);
       const signed = blocklistToJson(
         signBlocklist(
-          { version: current.version, publishedAtMs: current.published_at.getTime(), keys: current.keys.map((key) => hexToBytes(key, 32)) },
+          { version: current.version, publishedAtMs: current.published_at.getTime(), keys: current.keys.map((key) => hexToBytes(key, 32)), receiptKeys },
           deps.signingKey.secretKey,
         ),
       );

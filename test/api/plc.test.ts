@@ -59,7 +59,7 @@ describe('POST /api/v1/plc/create', () => {
     const history = await t.temporal.workflow.getHandle(`plc-${tokenId}`).fetchHistory();
     expect(history.events?.filter((event) => event.upsertWorkflowSearchAttributesEventAttributes)).toEqual([]);
     // The answer is built from the row the issue inserted: exactly what a read of it shows.
-    const { workflow_id: _workflowId, issue_transaction_id: issueTxId, created: _created, ...view } = response.json();
+    const { workflow_id: _workflowId, issue_transaction_id: issueTxId, created: _created, issue_receipt: _receipt, ...view } = response.json();
     const status = await t.app.inject({ method: 'GET', url: `/api/v1/plc/${tokenId}/status` });
     expect(view).toEqual(status.json());
     const { rows } = await t.db.pool.query<{ issue_tx_id: string }>('SELECT issue_tx_id FROM plcs WHERE token_id = $1', [tokenId]);
