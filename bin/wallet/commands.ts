@@ -41,7 +41,16 @@ import { WalletError, type ServerRefusal } from './errors.ts';
 import { qrForTerminal, qrImageFormatOf, readQrImage, writeQrImage } from './qr.ts';
 import { describeLife, holderState, renderPlc } from './format.ts';
 import { getJson, postJson, serverPaths } from './http.ts';
-import { blockedSignersOf, describeBlocklist, describeTrustedKey, downloadBlocklist, keptBlocklist, type KeptBlocklist } from './blocklist.ts';
+import {
+  blockedSignersOf,
+  checkReceipt,
+  describeBlocklist,
+  describeReceiptRefusal,
+  describeTrustedKey,
+  downloadBlocklist,
+  keptBlocklist,
+  type KeptBlocklist,
+} from './blocklist.ts';
 import { checkBoletoLine } from '../../src/settlement/boleto.ts';
 import { pixKeyType } from '../../src/settlement/pix-key.ts';
 import { signFeeConsent } from '../../src/fees/consent.ts';
@@ -278,6 +287,7 @@ async function issueAndRegister(
     }
     markRegistered(context, tokenId);
     lines.push(`registered with ${server}${describeStatus(answer)}`);
+    lines.push(keepReceipt(context, wallet, tokenId, answer));
   }
   return lines.join('\n');
 }
@@ -335,6 +345,32 @@ function markRegistered(context: CommandContext, tokenId: string): void {
   });
 }
 
+const receiptAnswer = z.object({ issue_receipt: z.string().regex(/^(?:[0-9a-f]{2}){1,256}$/) });
+
+/**
+ * Keeps the service's issue receipt from a server answer (the create's, or the PLC's JSON view)
+ * with the PLC, once it verifies against the keys this wallet trusts: receivers refuse the PLC
+ * without it (docs/protocol.md section 19). Answers a line to show.
+ */
+function keepReceipt(context: CommandContext, wallet: Wallet, tokenId: string, answer: unknown): string {
+  const parsed = receiptAnswer.safeParse(answer);
+  if (!parsed.success) {
+    context.notice(`the server answered no issue receipt for ${tokenId}: receivers will refuse this PLC offline; "wallet publish --token ${tokenId}" asks again`);
+    return 'issue receipt: none';
+  }
+  return withWalletLock(context.dir, () => {
+    const token = loadToken(context.dir, tokenId);
+    const plc = storedPlc(token);
+    const verdict = checkReceipt(wallet, { ...plc, issueReceipt: hexToBytes(parsed.data.issue_receipt) }, keptBlocklist(wallet, context.notice));
+    if (!verdict.ok) {
+      context.notice(`the server's issue receipt for ${tokenId} is refused (${verdict.reason}: ${verdict.detail}); receivers will refuse this PLC offline. Refresh the blocklist ("wallet blocklist"), then "wallet publish --token ${tokenId}"`);
+      return `issue receipt: refused (${verdict.reason})`;
+    }
+    saveToken(context.dir, { ...token, plc: { ...token.plc, issue_receipt: parsed.data.issue_receipt }, updated_at: msToIso(context.nowMs()) });
+    return `issue receipt: kept (signed by ${bytesToHex(verdict.receipt.servicePublicKey)})`;
+  });
+}
+
 /**
  * `publish`: registers with the server a PLC this wallet issued, after a `create --server` that
  * failed (or was made offline). It first asks the server whether it already holds the PLC (a
@@ -376,10 +412,18 @@ export async function publishCommand(context: CommandContext, options: { readonl
     headline = `published ${tokenId} to ${server}`;
   }
   markRegistered(context, tokenId);
+  // The issue receipt: in the create's answer, or, for a PLC registered before, in its JSON view.
+  let receiptSource: unknown = answer;
+  if (known.found) {
+    const view = await getJson(server, serverPaths.plcJson(tokenId), { deviceId: wallet.deviceId });
+    receiptSource = view.found ? view.body : undefined;
+  }
+  const receiptLine = keepReceipt(context, wallet, tokenId, receiptSource);
   const parsed = plcStatusAnswer.safeParse(answer);
-  if (!parsed.success) return headline;
+  if (!parsed.success) return `${headline}\n${receiptLine}`;
   return [
     headline,
+    receiptLine,
     `status:       ${parsed.data.status}`,
     `amount:       ${parsed.data.amount} ${parsed.data.currency}`,
     `chain_length: ${parsed.data.chain_length}`,
@@ -587,6 +631,10 @@ export async function receiveCommand(context: CommandContext, options: ReceiveOp
   }
   if (plc.transferChain.length === 0) throw new WalletError('nothing_to_receive', 'the PLC carries no transfer to this wallet');
   const blocklist = await blocklistForReceive(context, wallet, serverOf(wallet, options.server));
+  // The service's issue receipt (docs/protocol.md section 19): without a valid one nothing shows
+  // the PLC was ever registered and backed, so it is refused, offline.
+  const receipt = checkReceipt(wallet, plc, blocklist);
+  if (!receipt.ok) throw new WalletError('unbacked', describeReceiptRefusal(receipt));
   if (blocklist === undefined) {
     context.notice('warning: this wallet keeps no blocklist ("wallet blocklist --server URL" downloads it): signers not checked against it');
   } else {
