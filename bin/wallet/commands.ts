@@ -333,7 +333,8 @@ function describeStatus(answer: unknown): string {
  * id: a retry is answered from the server's store, never booked twice.
  */
 async function createOnServer(wallet: Wallet, plc: Plc, server: string): Promise<unknown> {
-  const json = plcToJson({ ...plc, transferChain: [] });
+  // The commitment alone: no hop, and no receipt (the server makes it), so every retry's body is the same.
+  const json = plcToJson({ ...plc, transferChain: [], issueReceipt: undefined });
   const answer = await postJson(server, serverPaths.create, { plc: json }, { deviceId: wallet.deviceId, idempotencyKey: json.token_id });
   return answer.body;
 }
