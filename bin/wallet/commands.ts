@@ -222,7 +222,12 @@ export async function blocklistCommand(context: CommandContext, options: { reado
   const wallet = loadWallet(context.dir);
   const server = requireServer(wallet, options.server, 'blocklist');
   const kept = await downloadBlocklist(wallet, server, context.nowMs(), context.notice);
-  return [`blocklist: ${describeBlocklist(kept)}`, `signed by: ${describeTrustedKey(wallet)}`, ...kept.list.keys.map((key) => `blocked: ${bytesToHex(key)}`)].join('\n');
+  // The keys this wallet now trusts for issue receipts (docs/protocol.md 19.4).
+  const receiptKeys = (kept.list.receiptKeys ?? []).map(
+    (entry) => `receipt key: ${bytesToHex(entry.publicKey)} for receipts issued ${msToIso(entry.validFromMs)} to ${msToIso(entry.validUntilMs)}`,
+  );
+  if (kept.list.receiptKeys === undefined) receiptKeys.push(`receipt key: ${describeTrustedKey(wallet)} (a v1 list: the blocklist key)`);
+  return [`blocklist: ${describeBlocklist(kept)}`, `signed by: ${describeTrustedKey(wallet)}`, ...kept.list.keys.map((key) => `blocked: ${bytesToHex(key)}`), ...receiptKeys].join('\n');
 }
 
 export interface CreateOptions {

@@ -582,6 +582,9 @@ describe('wallet program', () => {
       { publicKey: oldKey.publicKey, validFromMs: 0, validUntilMs: rotationAtMs },
       { publicKey: newKey.publicKey, validFromMs: rotationAtMs, validUntilMs: timestampMsMax },
     ]);
+    const listed = await ok(dir, 'blocklist');
+    expect(listed).toContain(`receipt key: ${bytesToHex(oldKey.publicKey)} for receipts issued 1970-01-01T00:00:00.000Z to `);
+    expect(listed).toContain(`receipt key: ${bytesToHex(newKey.publicKey)} for receipts issued `);
     const byOld = backed(toMe(), oldKey.secretKey, rotationAtMs - 30_000);
     const byOldTooLate = backed(toMe(), oldKey.secretKey, rotationAtMs + 1);
     const byNew = backed(toMe(), newKey.secretKey, rotationAtMs + 1);
