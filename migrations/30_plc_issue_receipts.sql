@@ -15,3 +15,9 @@ CREATE TABLE plc_issue_receipts (
   issued_at      timestamptz NOT NULL
 );
 CREATE INDEX plc_issue_receipts_by_key ON plc_issue_receipts (service_pubkey, issued_at);
+
+-- The receipt keys the signed blocklist publishes (format v2, docs/protocol.md 19.4), as the
+-- current version carries them: canonical JSON, '' before the first publication. A change of the
+-- configured keys is a new version of the list (services/blocklist.ts), so a version's bytes never
+-- change and a wallet refuses the older list that still trusted a revoked key.
+ALTER TABLE blocklist_state ADD COLUMN receipt_keys text NOT NULL DEFAULT '';

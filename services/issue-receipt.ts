@@ -1,10 +1,25 @@
 import { getIssueReceipt, keepIssueReceipt } from '../db/issue-receipts.ts';
 import type { Pool } from '../db/pool.ts';
-import { bytesToHex, signIssueReceipt, timestampMsMax, type KeyPair, type PlcCommitment, type ReceiptKey } from '../src/protocol/index.ts';
+import { z } from 'zod';
+import {
+  bytesToHex,
+  canonicalReceiptKeyOrder,
+  generateKeyPair,
+  hexToBytes,
+  receiptKeyJsonSchema,
+  receiptKeysMax,
+  receiptKeysProblem,
+  signIssueReceipt,
+  timestampMsMax,
+  type KeyPair,
+  type PlcCommitment,
+  type ReceiptKey,
+} from '../src/protocol/index.ts';
+import { blocklistSigningKey } from './blocklist.ts';
 
 /**
  * The service's issue receipts (docs/protocol.md section 19): signed once a create has reserved
- * the PLC's amount, with the key that signs the blocklist, kept (the first one for a PLC), and
+ * the PLC's amount, with the receipt key (the blocklist's unless RECEIPT_SIGNING_SEED), kept (the first one for a PLC), and
  * handed out with the PLC wherever the service returns it.
  */
 export function createIssueReceipts(deps: { pool: Pool; signingKey: KeyPair; nowMs?: () => number }) {
@@ -30,11 +45,46 @@ export function createIssueReceipts(deps: { pool: Pool; signingKey: KeyPair; now
 
 export type IssueReceipts = ReturnType<typeof createIssueReceipts>;
 
+/** The key that signs issue receipts: RECEIPT_SIGNING_SEED, else the blocklist's key (docs/protocol.md 19.4). */
+export function receiptSigningKey(config: ReceiptConfig): KeyPair {
+  return config.RECEIPT_SIGNING_SEED === undefined ? blocklistSigningKey(config) : generateKeyPair(hexToBytes(config.RECEIPT_SIGNING_SEED, 32));
+}
+
+export interface ReceiptConfig {
+  BLOCKLIST_SIGNING_SEED?: string | undefined;
+  RECEIPT_SIGNING_SEED?: string | undefined;
+  RECEIPT_KEY_VALID_FROM_MS?: number | undefined;
+  RECEIPT_KEYS_RETIRED?: readonly { pubkey: string; validFromMs: number; validUntilMs: number }[] | undefined;
+}
+
 /**
- * The receipt keys the signed blocklist publishes (format v2): the key that signs receipts now,
- * trusted for any issue time. A rotation adds the retired key with the period it signed in; a
- * revocation leaves a key out (docs/protocol.md 19.4).
+ * The receipt keys the signed blocklist publishes (format v2), in canonical order: the key that
+ * signs receipts now, from RECEIPT_KEY_VALID_FROM_MS (0) on, and the retired keys still trusted
+ * for the receipts they made in their periods. A key left out is revoked (docs/protocol.md 19.4).
+ * Throws when they are not a valid set (a retired key that is the current one, too many keys).
  */
-export function publishedReceiptKeys(signingKey: KeyPair): ReceiptKey[] {
-  return [{ publicKey: signingKey.publicKey, validFromMs: 0, validUntilMs: timestampMsMax }];
+export function publishedReceiptKeys(config: ReceiptConfig): ReceiptKey[] {
+  const current = receiptSigningKey(config).publicKey;
+  const keys = canonicalReceiptKeyOrder([
+    { publicKey: current, validFromMs: config.RECEIPT_KEY_VALID_FROM_MS ?? 0, validUntilMs: timestampMsMax },
+    ...(config.RECEIPT_KEYS_RETIRED ?? []).map((entry) => ({ publicKey: hexToBytes(entry.pubkey, 32), validFromMs: entry.validFromMs, validUntilMs: entry.validUntilMs })),
+  ]);
+  const problem = receiptKeysProblem(keys);
+  if (problem !== null) throw new Error(`RECEIPT_KEYS_RETIRED: ${problem} (a retired key must not be the current receipt key)`);
+  return keys;
+}
+
+/** The receipt keys as the list's state records them: canonical JSON, one spelling per set. */
+export function receiptKeysText(keys: readonly ReceiptKey[]): string {
+  return JSON.stringify(keys.map((key) => ({ pubkey: bytesToHex(key.publicKey), valid_from_ms: key.validFromMs, valid_until_ms: key.validUntilMs })));
+}
+
+const receiptKeysTextSchema = z.array(receiptKeyJsonSchema).max(receiptKeysMax);
+
+/** The receipt keys a list state recorded, or undefined ('' : none published yet). */
+export function receiptKeysFromText(text: string): ReceiptKey[] | undefined {
+  if (text === '') return undefined;
+  return receiptKeysTextSchema
+    .parse(JSON.parse(text))
+    .map((entry) => ({ publicKey: hexToBytes(entry.pubkey, 32), validFromMs: entry.valid_from_ms, validUntilMs: entry.valid_until_ms }));
 }

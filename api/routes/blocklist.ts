@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { blocklistVersion, listBlocks, type KeyBlockRow } from '../../db/blocklist.ts';
 import { blocklistSigningKey, createBlocklistPublisher, liftKeyBlock } from '../../services/blocklist.ts';
+import { publishedReceiptKeys } from '../../services/issue-receipt.ts';
 import { DomainError } from '../../src/errors.ts';
 import { signedBlocklistJsonSchema } from '../../src/protocol/index.ts';
 import { deviceRateLimit } from '../device-id.ts';
@@ -50,7 +51,7 @@ const exampleBlockedKey = examplePubkeys.bob;
 export async function blocklistRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
   const { pool, config } = app.deps;
-  const publisher = createBlocklistPublisher({ pool, signingKey: blocklistSigningKey(config) });
+  const publisher = createBlocklistPublisher({ pool, signingKey: blocklistSigningKey(config), receiptKeys: publishedReceiptKeys(config) });
 
   routes.get(
     '/blocklist',

@@ -47,8 +47,7 @@ import {
   transferPlcResponse,
 } from '../schemas/plc.ts';
 import { withDomainErrors } from '../../services/temporal.ts';
-import { blocklistSigningKey } from '../../services/blocklist.ts';
-import { createIssueReceipts } from '../../services/issue-receipt.ts';
+import { createIssueReceipts, receiptSigningKey } from '../../services/issue-receipt.ts';
 
 const modifyHeaders = z.object({ 'x-device-id': deviceIdSchema, 'idempotency-key': idempotencyKeyHeader.optional() });
 const refusals = { 404: errorResponse, 409: errorResponse, 429: errorResponse, ...standardErrors };
@@ -81,8 +80,8 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
   const toleranceMs = config.CLOCK_TOLERANCE_MS;
   const ceilings = ceilingsOf(config);
   const { transfers } = app.services;
-  // The service's issue receipts (docs/protocol.md section 19), signed with the blocklist's key.
-  const receipts = createIssueReceipts({ pool, signingKey: blocklistSigningKey(config) });
+  // The service's issue receipts (docs/protocol.md section 19): the blocklist's key signs them unless RECEIPT_SIGNING_SEED.
+  const receipts = createIssueReceipts({ pool, signingKey: receiptSigningKey(config) });
 
   /** `field`: where the PLC sits in the body (`plc`, or '' when it is the body), for the `loc` of a refusal. */
   async function createPlc(request: FastifyRequest, plcJson: PlcJson, field: string) {

@@ -637,10 +637,6 @@ export async function receiveCommand(context: CommandContext, options: ReceiveOp
   }
   if (plc.transferChain.length === 0) throw new WalletError('nothing_to_receive', 'the PLC carries no transfer to this wallet');
   const blocklist = await blocklistForReceive(context, wallet, serverOf(wallet, options.server));
-  // The service's issue receipt (docs/protocol.md section 19): without a valid one nothing shows
-  // the PLC was ever registered and backed, so it is refused, offline.
-  const receipt = checkReceipt(wallet, plc, blocklist);
-  if (!receipt.ok) throw new WalletError('unbacked', describeReceiptRefusal(receipt));
   if (blocklist === undefined) {
     context.notice('warning: this wallet keeps no blocklist ("wallet blocklist --server URL" downloads it): signers not checked against it');
   } else {
@@ -652,6 +648,10 @@ export async function receiveCommand(context: CommandContext, options: ReceiveOp
       );
     }
   }
+  // The service's issue receipt (docs/protocol.md section 19): without a valid one nothing shows
+  // the PLC was ever registered and backed, so it is refused, offline.
+  const receipt = checkReceipt(wallet, plc, blocklist);
+  if (!receipt.ok) throw new WalletError('unbacked', describeReceiptRefusal(receipt));
 
   return withWalletLock(context.dir, () => {
     const known = findToken(context.dir, plc.commitment.tokenId);

@@ -7,6 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
+import { blocklistSigningKey, createBlocklistPublisher } from '../../services/blocklist.ts';
+import { createIssueReceipts, publishedReceiptKeys, receiptSigningKey } from '../../services/issue-receipt.ts';
 import { hop, issue, newWallet, plcToJson } from '../support/wallet.ts';
 import {
   bytesToHex,
@@ -20,6 +22,10 @@ import {
   verifyPlc,
   verifyPlcReceipt,
   withIssueReceipt,
+  signIssueReceipt,
+  decodeIssueReceipt,
+  generateKeyPair,
+  timestampMsMax,
   type Plc,
   type ReceiptKey,
 } from '../../src/protocol/index.ts';
@@ -135,4 +141,57 @@ describe('issue receipt', () => {
     });
     expect(response.statusCode).toBe(422);
   });
+
+  it('a rotation and a revocation from the configuration: each a new version of the signed list, which wallets follow', async () => {
+    const issuer = newWallet();
+    await t.deposit(issuer.pubkey, '5.00');
+    const plc = issue(issuer, { amountMinor: 100n });
+    const oldReceipt = hexToBytes((await create(plc)).json().issue_receipt as string);
+    const oldDecoded = decodeIssueReceipt(oldReceipt);
+    if (!oldDecoded.ok) throw new Error('the create answered no receipt');
+    const rotationAtMs = oldDecoded.receipt.issuedAtMs + 1;
+    const newSeed = bytesToHex(generateKeyPair().secretKey);
+    const rotated = {
+      RECEIPT_SIGNING_SEED: newSeed,
+      RECEIPT_KEY_VALID_FROM_MS: rotationAtMs,
+      RECEIPT_KEYS_RETIRED: [{ pubkey: bytesToHex(developmentBlocklistPublicKey), validFromMs: 0, validUntilMs: rotationAtMs }],
+    };
+    const versionBefore = ((await t.app.inject({ method: 'GET', url: '/api/v1/blocklist' })).json() as { version: number }).version;
+    const publish = async (config: typeof rotated) => {
+      const publisher = createBlocklistPublisher({ pool: t.db.pool, signingKey: blocklistSigningKey({}), receiptKeys: publishedReceiptKeys(config) });
+      const verified = verifyBlocklistJson(await publisher.signedList(), developmentBlocklistPublicKey);
+      if (!verified.ok) throw new Error(verified.message);
+      return verified.list;
+    };
+    // Rotation: the new key from now on, the development key for what it signed before.
+    const duringRotation = await publish(rotated);
+    expect(duringRotation.version).toBe(versionBefore + 1);
+    const trust = receiptTrustOf(duringRotation, developmentBlocklistPublicKey);
+    expect(trust).toHaveLength(2);
+    expect(verifyIssueReceipt(plc.commitment, oldReceipt, trust).ok).toBe(true);
+    const newKey = receiptSigningKey(rotated);
+    expect(trust.find((key) => bytesToHex(key.publicKey) === bytesToHex(newKey.publicKey))).toMatchObject({ validFromMs: rotationAtMs, validUntilMs: timestampMsMax });
+    // The same configuration again (another replica, a restart) makes no new version.
+    expect((await publish(rotated)).version).toBe(versionBefore + 1);
+    // What the service signs with the new key verifies under the new list.
+    const later = issue(issuer, { amountMinor: 100n });
+    const laterReceipt = (await create(later)).json().issue_receipt as string;
+    // This app still signs with the development key, past the end of its period: refused.
+    expect(verifyIssueReceipt(later.commitment, hexToBytes(laterReceipt), trust)).toMatchObject({ ok: false, reason: 'key_not_valid_at_time' });
+    // The first receipt kept is the one served: another signer does not replace it.
+    const receipts = createIssueReceipts({ pool: t.db.pool, signingKey: newKey });
+    expect(await receipts.forRegistered(later.commitment)).toBe(laterReceipt);
+    const fresh = signIssueReceipt({ commitment: later.commitment, serviceSecretKey: newKey.secretKey, issuedAtMs: rotationAtMs + 1 });
+    expect(verifyIssueReceipt(later.commitment, fresh, trust).ok).toBe(true);
+    // Revocation: the retired key left out is the next version; its receipts are refused.
+    const revoked = await publish({ ...rotated, RECEIPT_KEYS_RETIRED: [] });
+    expect(revoked.version).toBe(versionBefore + 2);
+    expect(verifyIssueReceipt(plc.commitment, oldReceipt, receiptTrustOf(revoked, developmentBlocklistPublicKey))).toMatchObject({ ok: false, reason: 'untrusted_key' });
+    // The API serves what the version recorded.
+    const served = verifyBlocklistJson((await t.app.inject({ method: 'GET', url: '/api/v1/blocklist' })).json(), developmentBlocklistPublicKey);
+    expect(served.ok && served.list.version === revoked.version && served.list.receiptKeys?.length === 1).toBe(true);
+    // A retired key that is the current one is a configuration error.
+    expect(() => publishedReceiptKeys({ ...rotated, RECEIPT_KEYS_RETIRED: [{ pubkey: bytesToHex(newKey.publicKey), validFromMs: 0, validUntilMs: 1 }] })).toThrow(/RECEIPT_KEYS_RETIRED/);
+  });
 });
+
