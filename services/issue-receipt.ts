@@ -1,5 +1,6 @@
 import { getIssueReceipt, keepIssueReceipt } from '../db/issue-receipts.ts';
 import type { Pool } from '../db/pool.ts';
+import { createPrivateKey, sign as nodeSign } from 'node:crypto';
 import { z } from 'zod';
 import {
   bytesToHex,
@@ -9,7 +10,9 @@ import {
   receiptKeyJsonSchema,
   receiptKeysMax,
   receiptKeysProblem,
-  signIssueReceipt,
+  computeCommitmentHash,
+  encodeIssueReceipt,
+  encodeIssueReceiptMessage,
   timestampMsMax,
   type KeyPair,
   type PlcCommitment,
@@ -22,10 +25,23 @@ import { blocklistSigningKey } from './blocklist.ts';
  * the PLC's amount, with the receipt key (the blocklist's unless RECEIPT_SIGNING_SEED), kept (the first one for a PLC), and
  * handed out with the PLC wherever the service returns it.
  */
+/** DER prefix of an Ed25519 PKCS#8 private key (RFC 8410): the 32-byte seed follows. */
+const pkcs8Ed25519Prefix = Buffer.from('302e020100300506032b657004220420', 'hex');
+
 export function createIssueReceipts(deps: { pool: Pool; signingKey: KeyPair; nowMs?: () => number }) {
   const nowMs = deps.nowMs ?? Date.now;
   const servicePubkey = bytesToHex(deps.signingKey.publicKey);
+  // Signed with node:crypto (OpenSSL): Ed25519 is deterministic, so the bytes are the library's
+  // (signIssueReceipt), in a fraction of the pure JavaScript's time on the create's path.
+  const privateKey = createPrivateKey({ key: Buffer.concat([pkcs8Ed25519Prefix, deps.signingKey.secretKey]), format: 'der', type: 'pkcs8' });
+  function sign(commitment: PlcCommitment, issuedAtMs: number): Uint8Array {
+    const message = encodeIssueReceiptMessage(commitment, deps.signingKey.publicKey, issuedAtMs);
+    const signature = new Uint8Array(nodeSign(null, message, privateKey));
+    return encodeIssueReceipt({ servicePublicKey: deps.signingKey.publicKey, commitmentHash: computeCommitmentHash(commitment), issuedAtMs, signature });
+  }
   return {
+    /** The receipt bytes for `commitment` at `issuedAtMs`, not kept: the same as `signIssueReceipt`'s. */
+    sign,
     servicePubkey,
     /**
      * The receipt of a PLC the service has registered (its create booked the reservation): the
@@ -33,7 +49,7 @@ export function createIssueReceipts(deps: { pool: Pool; signingKey: KeyPair; now
      */
     async forRegistered(commitment: PlcCommitment): Promise<string> {
       const issuedAtMs = nowMs();
-      const receipt = bytesToHex(signIssueReceipt({ commitment, serviceSecretKey: deps.signingKey.secretKey, issuedAtMs }));
+      const receipt = bytesToHex(sign(commitment, issuedAtMs));
       return keepIssueReceipt(deps.pool, { tokenId: commitment.tokenId, receipt, servicePubkey, issuedAt: new Date(issuedAtMs) });
     },
     /** The receipt kept for a PLC, or null. */

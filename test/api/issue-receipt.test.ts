@@ -78,6 +78,12 @@ describe('issue receipt', () => {
       expect(verdict.receipt.issuedAtMs).toBeGreaterThanOrEqual(before);
       expect(verdict.receipt.issuedAtMs).toBeLessThanOrEqual(Date.now());
     }
+    // node:crypto's signature is the library's, byte for byte (Ed25519 is deterministic).
+    const decoded = decodeIssueReceipt(hexToBytes(receiptHex));
+    if (!decoded.ok) throw new Error('not a receipt');
+    const receipts = createIssueReceipts({ pool: t.db.pool, signingKey: receiptSigningKey({}) });
+    expect(bytesToHex(receipts.sign(plc.commitment, decoded.receipt.issuedAtMs))).toBe(receiptHex);
+    expect(bytesToHex(signIssueReceipt({ commitment: plc.commitment, serviceSecretKey: receiptSigningKey({}).secretKey, issuedAtMs: decoded.receipt.issuedAtMs }))).toBe(receiptHex);
     // Over this PLC only: another commitment does not take it.
     const other = issue(issuer, { amountMinor: 1500n });
     expect(verifyIssueReceipt(other.commitment, hexToBytes(receiptHex), trust)).toMatchObject({ ok: false, reason: 'wrong_commitment' });
