@@ -54,8 +54,8 @@ export function toChainEntry(row: TransferRow) {
   };
 }
 
-/** The full PLC JSON (docs/protocol.md) rebuilt from the stored rows. */
-export function toPlcJson(row: PlcRow, transfers: TransferRow[]) {
+/** The full PLC JSON (docs/protocol.md) rebuilt from the stored rows, with the issue receipt kept for it (section 19), if any. */
+export function toPlcJson(row: PlcRow, transfers: TransferRow[], issueReceipt: string | null = null) {
   return {
     version: row.version,
     token_id: row.token_id,
@@ -71,5 +71,6 @@ export function toPlcJson(row: PlcRow, transfers: TransferRow[]) {
       const { position: _position, registered_at: _registeredAt, ...record } = toChainEntry(t);
       return record;
     }),
+    ...(issueReceipt === null ? {} : { issue_receipt: issueReceipt }),
   };
 }

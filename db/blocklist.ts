@@ -1,8 +1,8 @@
 import type { DatabaseError } from 'pg';
 import { z } from 'zod';
 import { DomainError } from '../src/errors.ts';
-import type { PoolClient, Queryable } from './pool.ts';
-import { many, maybeOne, one } from './sql.ts';
+import { withTransaction, type Pool, type PoolClient, type Queryable } from './pool.ts';
+import { exec, many, maybeOne, one } from './sql.ts';
 
 /**
  * The blocklist of keys proven to cheat (migration 27_key_blocklist): blocks, lifts, the list's versions, and
@@ -105,12 +105,35 @@ export async function liftBlock(tx: PoolClient, pubkey: string, lift: { liftedBy
 }
 
 /** The current version and every key blocked in it, read in one statement (one snapshot). */
-export async function currentBlocklist(db: Queryable): Promise<BlocklistVersion & { keys: string[] }> {
-  return one(db, stateRow.extend({ keys: z.array(z.string()) }), {
+export async function currentBlocklist(db: Queryable): Promise<BlocklistVersion & { keys: string[]; receipt_keys: string }> {
+  return one(db, stateRow.extend({ keys: z.array(z.string()), receipt_keys: z.string() }), {
     name: 'blocklist-current',
-    text: `SELECT s.version, s.published_at,
+    text: `SELECT s.version, s.published_at, s.receipt_keys,
                   array(SELECT b.pubkey FROM key_blocks b WHERE b.lifted_at IS NULL ORDER BY b.pubkey COLLATE "C") AS keys
              FROM blocklist_state s`,
+  });
+}
+
+/** The receipt keys the current version publishes, as canonical JSON ('' before any). */
+export async function currentReceiptKeys(db: Queryable): Promise<string> {
+  return (await one(db, z.object({ receipt_keys: z.string() }), { name: 'blocklist-receipt-keys', text: 'SELECT receipt_keys FROM blocklist_state' })).receipt_keys;
+}
+
+/**
+ * Makes `receiptKeys` (canonical JSON) the receipt keys of the list: a new version when they
+ * differ from the current one's, except at their first publication (no list carried any before).
+ * Answers whether a new version was made.
+ */
+export async function publishReceiptKeys(pool: Pool, receiptKeys: string): Promise<boolean> {
+  if ((await currentReceiptKeys(pool)) === receiptKeys) return false;
+  return withTransaction(pool, async (tx) => {
+    await lockState(tx);
+    const current = await currentReceiptKeys(tx);
+    if (current === receiptKeys) return false;
+    const bumped = current !== '';
+    if (bumped) await bumpVersion(tx);
+    await exec(tx, { name: 'blocklist-set-receipt-keys', text: 'UPDATE blocklist_state SET receipt_keys = $1', values: [receiptKeys] });
+    return bumped;
   });
 }
 

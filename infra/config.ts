@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { bytesToHex } from '../src/protocol/bytes.ts';
 import { developmentBlocklistSeed } from '../src/protocol/blocklist.ts';
+import { timestampMsMax } from '../src/protocol/constants.ts';
 
 /** The blocklist's published development seed (src/protocol/blocklist.ts), refused in production. */
 const developmentBlocklistSeedHex = bytesToHex(developmentBlocklistSeed);
@@ -283,6 +284,44 @@ export const configSchema = z
       .transform((value) => value.toLowerCase())
       .optional(),
 
+    /**
+     * The service's issue receipts (docs/protocol.md section 19). RECEIPT_SIGNING_SEED: the
+     * 32-byte Ed25519 seed that signs them, 64 hex digits; unset, the blocklist's key signs them.
+     * RECEIPT_KEY_VALID_FROM_MS: from when that key signs (the start of its period in the signed
+     * blocklist's receipt keys; 0 when unset). RECEIPT_KEYS_RETIRED: earlier receipt keys still
+     * trusted for the receipts they made, `<64 hex>:<valid_from_ms>:<valid_until_ms>` separated
+     * by commas; a key left out is revoked for wallets at their next refresh (section 19.4).
+     */
+    RECEIPT_SIGNING_SEED: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits (a 32-byte Ed25519 seed)')
+      .transform((value) => value.toLowerCase())
+      .optional(),
+    RECEIPT_KEY_VALID_FROM_MS: z.coerce.number().int().min(0).max(timestampMsMax).optional(),
+    RECEIPT_KEYS_RETIRED: z
+      .string()
+      .max(16 * 120)
+      .transform((value, ctx) => {
+        const entries = value.trim() === '' ? [] : value.split(',').map((entry) => entry.trim());
+        const keys: { pubkey: string; validFromMs: number; validUntilMs: number }[] = [];
+        for (const entry of entries) {
+          const match = /^([0-9a-f]{64}):(\d{1,15}):(\d{1,15})$/.exec(entry);
+          const from = Number(match?.[2]);
+          const until = Number(match?.[3]);
+          if (match === null || from > until || until > timestampMsMax) {
+            ctx.addIssue({ code: 'custom', message: `each entry is <64 lowercase hex>:<valid_from_ms>:<valid_until_ms>, from <= until: ${entry.slice(0, 140)}` });
+            return z.NEVER;
+          }
+          keys.push({ pubkey: match[1]!, validFromMs: from, validUntilMs: until });
+        }
+        if (new Set(keys.map((key) => key.pubkey)).size !== keys.length) {
+          ctx.addIssue({ code: 'custom', message: 'a key is listed twice' });
+          return z.NEVER;
+        }
+        return keys;
+      })
+      .optional(),
+
     /** Offers /docs (the interactive OpenAPI page); on by default. */
     API_DOCS_ENABLED: booleanFromEnv.default(true),
 
@@ -326,6 +365,9 @@ export const configSchema = z
         if (config[key].startsWith('sim-')) {
           ctx.addIssue({ code: 'custom', path: [key], message: 'must be set to the real gateway credential when APP_ENV=production' });
         }
+      }
+      if (config.RECEIPT_SIGNING_SEED === developmentBlocklistSeedHex) {
+        ctx.addIssue({ code: 'custom', path: ['RECEIPT_SIGNING_SEED'], message: 'is the published development seed: set a secret one when APP_ENV=production' });
       }
       if (config.BLOCKLIST_SIGNING_SEED === developmentBlocklistSeedHex) {
         ctx.addIssue({ code: 'custom', path: ['BLOCKLIST_SIGNING_SEED'], message: 'is the published development seed: set a secret one when APP_ENV=production' });
@@ -408,6 +450,7 @@ export const secretConfigKeys = [
   'PIN_PEPPER',
   'SMTP_URL',
   'BLOCKLIST_SIGNING_SEED',
+  'RECEIPT_SIGNING_SEED',
   'METRICS_TOKEN',
 ] as const;
 

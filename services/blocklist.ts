@@ -1,4 +1,4 @@
-import { blockKey, blocklistVersion, currentBlocklist, liftBlock, type KeyBlockRow } from '../db/blocklist.ts';
+import { blockKey, blocklistVersion, currentBlocklist, liftBlock, publishReceiptKeys, type KeyBlockRow } from '../db/blocklist.ts';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
 import { recordReputationEvent } from '../db/reputation.ts';
 import { raiseRiskFlag, type RiskFlagRow } from '../db/risk-flags.ts';
@@ -11,9 +11,13 @@ import {
   generateKeyPair,
   hexToBytes,
   signBlocklist,
+  canonicalReceiptKeyOrder,
+  timestampMsMax,
   type KeyPair,
+  type ReceiptKey,
   type SignedBlocklistJson,
 } from '../src/protocol/index.ts';
+import { receiptKeysFromText, receiptKeysText } from './issue-receipt.ts';
 
 /**
  * The blocklist of keys proven to cheat (docs/protocol.md section 18): a fork's culprit is
@@ -89,16 +93,31 @@ export function blocklistSigningKey(config: { BLOCKLIST_SIGNING_SEED?: string | 
  * is made, and Ed25519 signing is deterministic), so the last one signed is kept and served again
  * while the version stays; a request then costs one small read.
  */
-export function createBlocklistPublisher(deps: { pool: Pool; signingKey: KeyPair }) {
+export function createBlocklistPublisher(deps: { pool: Pool; signingKey: KeyPair; receiptKeys?: readonly ReceiptKey[] }) {
+  // The receipt keys (format v2, docs/protocol.md 19.4): the configured set becomes the list's,
+  // as a new version when it changed, before the first list this process signs.
+  const receiptKeys = receiptKeysText(canonicalReceiptKeyOrder(deps.receiptKeys ?? [{ publicKey: deps.signingKey.publicKey, validFromMs: 0, validUntilMs: timestampMsMax }]));
+  let published: Promise<boolean> | null = null;
   let last: SignedBlocklistJson | null = null;
   return {
     publicKey: bytesToHex(deps.signingKey.publicKey),
     async signedList(): Promise<SignedBlocklistJson> {
+      published ??= publishReceiptKeys(deps.pool, receiptKeys).catch((error: unknown) => {
+        published = null;
+        throw error;
+      });
+      await published;
       if (last !== null && (await blocklistVersion(deps.pool)).version === last.version) return last;
       const current = await currentBlocklist(deps.pool);
+      // The keys the version recorded, not this process's configuration: a version has one content.
       const signed = blocklistToJson(
         signBlocklist(
-          { version: current.version, publishedAtMs: current.published_at.getTime(), keys: current.keys.map((key) => hexToBytes(key, 32)) },
+          {
+            version: current.version,
+            publishedAtMs: current.published_at.getTime(),
+            keys: current.keys.map((key) => hexToBytes(key, 32)),
+            receiptKeys: receiptKeysFromText(current.receipt_keys),
+          },
           deps.signingKey.secretKey,
         ),
       );

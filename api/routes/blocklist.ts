@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { blocklistVersion, keyBlockReasons, listBlocks, type KeyBlockRow } from '../../db/blocklist.ts';
 import { blocklistSigningKey, createBlocklistPublisher, liftKeyBlock } from '../../services/blocklist.ts';
+import { publishedReceiptKeys } from '../../services/issue-receipt.ts';
 import { DomainError } from '../../src/errors.ts';
 import { signedBlocklistJsonSchema } from '../../src/protocol/index.ts';
 import { deviceRateLimit } from '../device-id.ts';
@@ -52,7 +53,7 @@ const exampleBlockedKey = examplePubkeys.bob;
 export async function blocklistRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
   const { pool, config } = app.deps;
-  const publisher = createBlocklistPublisher({ pool, signingKey: blocklistSigningKey(config) });
+  const publisher = createBlocklistPublisher({ pool, signingKey: blocklistSigningKey(config), receiptKeys: publishedReceiptKeys(config) });
 
   routes.get(
     '/blocklist',
@@ -61,7 +62,7 @@ export async function blocklistRoutes(app: FastifyInstance): Promise<void> {
         tags: ['plc'],
         summary: 'The signed blocklist: every key a proven fork blocked, complete, versioned, signed by the service',
         description:
-          'The complete list of blocked keys at its current version (docs/protocol.md section 18): keys in ascending order, the version (one more at every block and every lift) and when it was made, signed with Ed25519 by the service\'s blocklist key over the canonical bytes `"svc:blocklist:v1\\0" | u64 version | u64 published_at_ms | u32 count | keys`. A wallet verifies it against the service key it trusts (published in docs/protocol.md), never the `service_pubkey` the list names, keeps it, and refuses offline a PLC issued or signed by a listed key. No credentials.',
+          'The complete list of blocked keys at its current version (docs/protocol.md section 18): keys in ascending order, the version (one more at every block and every lift) and when it was made, signed with Ed25519 by the service\'s blocklist key over the canonical bytes of format v2, `"svc:blocklist:v2\\0" | u64 version | u64 published_at_ms | u32 count | keys | u32 receipt_count | (receipt_key | u64 valid_from_ms | u64 valid_until_ms)...`: beside the blocked keys it carries the keys trusted for the service\'s issue receipts with their validity periods (section 19.4), so a wallet learns a rotation or a revocation at its next refresh. A wallet verifies it against the service key it trusts (published in docs/protocol.md), never the `service_pubkey` the list names, keeps it, and refuses offline a PLC issued or signed by a listed key. No credentials.',
         response: { 200: signedBlocklistJsonSchema.meta({ id: 'SignedBlocklist' }), 429: errorResponse, ...standardErrors },
       },
       config: deviceRateLimit('blocklist', config.RATE_LIMIT_PLC_PER_MINUTE),

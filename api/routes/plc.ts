@@ -47,6 +47,7 @@ import {
   transferPlcResponse,
 } from '../schemas/plc.ts';
 import { withDomainErrors } from '../../services/temporal.ts';
+import { createIssueReceipts, receiptSigningKey } from '../../services/issue-receipt.ts';
 
 const modifyHeaders = z.object({ 'x-device-id': deviceIdSchema, 'idempotency-key': idempotencyKeyHeader.optional() });
 const refusals = { 404: errorResponse, 409: errorResponse, 429: errorResponse, ...standardErrors };
@@ -79,6 +80,8 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
   const toleranceMs = config.CLOCK_TOLERANCE_MS;
   const ceilings = ceilingsOf(config);
   const { transfers } = app.services;
+  // The service's issue receipts (docs/protocol.md section 19): the blocklist's key signs them unless RECEIPT_SIGNING_SEED.
+  const receipts = createIssueReceipts({ pool, signingKey: receiptSigningKey(config) });
 
   /** `field`: where the PLC sits in the body (`plc`, or '' when it is the body), for the `loc` of a refusal. */
   async function createPlc(request: FastifyRequest, plcJson: PlcJson, field: string) {
@@ -147,7 +150,9 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       const issuedView = result.created ? toPlcStatusFromState(result.state) : null;
       if (issuedView !== null) {
         transfers.rememberIssued(plc);
-        return { ...issuedView, workflow_id: workflowId, issue_transaction_id: result.state.issueTxId, created: true };
+        // Signed only now: the reservation is booked. The first receipt kept is the one answered.
+        const issueReceipt = await receipts.forRegistered(commitment);
+        return { ...issuedView, workflow_id: workflowId, issue_transaction_id: result.state.issueTxId, created: true, issue_receipt: issueReceipt };
       }
       const row = await getPlc(pool, tokenId);
       if (row === null) throw new Error(`PLC ${tokenId} was issued but is not in the database`);
@@ -156,7 +161,10 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       if (row.commitment_hash !== bytesToHex(plc.commitmentHash)) {
         throw new DomainError('PLC_ALREADY_EXISTS', 'another PLC is registered under this token id', { token_id: tokenId });
       }
-      return { ...toPlcStatus(row), workflow_id: workflowId, issue_transaction_id: row.issue_tx_id, created: result.created };
+      // A retry (or a create whose first answer was lost before its receipt was kept) gets the
+      // receipt kept, or one signed now: the row proves the reservation was booked.
+      const issueReceipt = await receipts.forRegistered(commitment);
+      return { ...toPlcStatus(row), workflow_id: workflowId, issue_transaction_id: row.issue_tx_id, created: result.created, issue_receipt: issueReceipt };
   }
 
   const createSchema = {
@@ -172,7 +180,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         ...createSchema,
         summary: 'Register an issuer-signed PLC: books AVAILABLE -> PROMISED and starts its workflow (plc-<token_id>)',
         description:
-          "The issuer's wallet made and signed the PLC (docs/protocol.md); this registers it: the commitment and signature are verified, `created_at` must be within the clock tolerance of the server's clock, the chain must be empty, and the amount is checked against the device's progressive limits (per PLC and per 24 hours, from the owner's reputation tier and volume or an approved override, under `PLC_MAX_AMOUNT_MINOR` and `PLC_DAILY_LIMIT_MINOR`; docs/limits-and-fees.md). A refusal names the limit, what is left and the increase-request route. The PLC workflow (`plc-<token_id>`) books issuer AVAILABLE -> PROMISED in one transaction and answers; it then waits for the PLC's expiry. A retry of the same PLC answers `created: false` with its current state; the optional Idempotency-Key (300 s) answers a retry from the stored response. Refusals: 409 `INSUFFICIENT_FUNDS`, `ACCOUNT_FROZEN`, `PLC_ALREADY_EXISTS` (another PLC under this token id), `PLC_DAILY_LIMIT_EXCEEDED`; 422 `PLC_INVALID.<reason>`, `PLC_NOT_FRESH`, `PLC_AMOUNT_ABOVE_MAXIMUM`.",
+          "The issuer's wallet made and signed the PLC (docs/protocol.md); this registers it: the commitment and signature are verified, `created_at` must be within the clock tolerance of the server's clock, the chain must be empty, and the amount is checked against the device's progressive limits (per PLC and per 24 hours, from the owner's reputation tier and volume or an approved override, under `PLC_MAX_AMOUNT_MINOR` and `PLC_DAILY_LIMIT_MINOR`; docs/limits-and-fees.md). A refusal names the limit, what is left and the increase-request route. The PLC workflow (`plc-<token_id>`) books issuer AVAILABLE -> PROMISED in one transaction and answers; it then waits for the PLC's expiry. A retry of the same PLC answers `created: false` with its current state; the optional Idempotency-Key (300 s) answers a retry from the stored response. The answer carries `issue_receipt`, the service's signature over the registered commitment (docs/protocol.md section 19): the issuer's wallet attaches it to the PLC, and an offline receiver checks it against the receipt keys of the signed blocklist. Refusals: 409 `INSUFFICIENT_FUNDS`, `ACCOUNT_FROZEN`, `PLC_ALREADY_EXISTS` (another PLC under this token id), `PLC_DAILY_LIMIT_EXCEEDED`; 422 `PLC_INVALID.<reason>`, `PLC_NOT_FRESH`, `PLC_AMOUNT_ABOVE_MAXIMUM`.",
         body: createPlcRequest,
         requestExample: { body: { plc: examplePlcIssued } },
       },
@@ -246,7 +254,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         tags: ['plc'],
         summary: "The PLC in the protocol's JSON form (docs/protocol.md section 12) with its registered chain: what a wallet verifies and redeems",
         description:
-          "The PLC as the server registered it: the issuer-signed commitment and every transfer record registered so far, in order, in the protocol's JSON form. It verifies (docs/protocol.md section 7) like any copy, so a wallet that lost its own copy, or a bearer about to redeem, can rebuild it and check it itself; the server's word is not needed. No admin rights. 404 `PLC_NOT_FOUND`.",
+          "The PLC as the server registered it: the issuer-signed commitment and every transfer record registered so far, in order, in the protocol's JSON form. It verifies (docs/protocol.md section 7) like any copy, so a wallet that lost its own copy, or a bearer about to redeem, can rebuild it and check it itself; the server's word is not needed. It carries the service's `issue_receipt` (section 19) when one was made (every PLC created since receipts exist). No admin rights. 404 `PLC_NOT_FOUND`.",
         params: tokenIdParam,
         requestExample: { params: { token_id: exampleTokenId } },
         response: { 200: plcJsonSchema, 404: errorResponse, ...standardErrors },
@@ -256,7 +264,8 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const stored = await getPlc(pool, request.params.token_id);
       if (stored === null) throw new DomainError('PLC_NOT_FOUND', 'no such PLC');
-      return toPlcJson(stored, await listTransfers(pool, stored.token_id));
+      const [transfersOf, issueReceipt] = await Promise.all([listTransfers(pool, stored.token_id), receipts.kept(stored.token_id)]);
+      return toPlcJson(stored, transfersOf, issueReceipt);
     },
   );
 

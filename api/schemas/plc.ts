@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { plcJsonSchema, transferRecordJsonSchema } from '../../src/protocol/index.ts';
+import { issueReceiptHexSchema, plcJsonSchema, transferRecordJsonSchema } from '../../src/protocol/index.ts';
 import { plcStatuses } from '../../src/plc/lifecycle.ts';
 import { amountSchema, currencySchema } from './money.ts';
 
@@ -41,6 +41,9 @@ export const createPlcResponse = plcStatusResponse
     workflow_id: z.string(),
     issue_transaction_id: z.string().uuid(),
     created: z.boolean().describe('false when this PLC had already been created (a retry)'),
+    issue_receipt: issueReceiptHexSchema.describe(
+      "the service's issue receipt (docs/protocol.md section 19), 137 bytes in lowercase hex: its signature over the registered commitment, made once the amount was reserved. The wallet attaches it to the PLC (`issue_receipt` of the JSON form, key 11 of the compact form); an offline receiver refuses a PLC without a valid one",
+    ),
   })
   .meta({ id: 'CreatePLCResponse' });
 

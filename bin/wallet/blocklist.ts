@@ -15,6 +15,9 @@ import {
   hexToBytes,
   isBlocked,
   msToIso,
+  receiptTrustOf,
+  verifyPlcReceipt,
+  type ReceiptVerification,
   signedBlocklistJsonSchema,
   verifyBlocklistJson,
   type Plc,
@@ -99,4 +102,27 @@ export function blockedSignersOf(plc: Plc, list: SignedBlocklist): string[] {
 
 export function describeBlocklist(kept: KeptBlocklist): string {
   return `version ${kept.list.version} (published ${msToIso(kept.list.publishedAtMs)}), ${kept.list.keys.length} blocked key(s), fetched ${kept.fetchedAt} from ${kept.server}`;
+}
+
+/**
+ * Checks the service's issue receipt the PLC carries (docs/protocol.md section 19) against the
+ * receipt keys of the kept list (format v2), or, while the wallet keeps none (or a v1 list), the
+ * service key it trusts for the blocklist.
+ */
+export function checkReceipt(wallet: Wallet, plc: Plc, kept: KeptBlocklist | undefined): ReceiptVerification {
+  return verifyPlcReceipt(plc, receiptTrustOf(kept?.list, trustedBlocklistKey(wallet)));
+}
+
+/** Why a receipt was refused, for a person: what it means and what to do. */
+export function describeReceiptRefusal(verdict: Exclude<ReceiptVerification, { ok: true }>): string {
+  const what: Record<typeof verdict.reason, string> = {
+    missing: 'the PLC carries no issue receipt: nothing shows the service ever registered it and reserved its amount',
+    truncated: 'its issue receipt is cut short',
+    malformed: 'its issue receipt is not in the receipt format',
+    wrong_commitment: 'its issue receipt was made for another PLC',
+    untrusted_key: 'its issue receipt is signed by a key this wallet does not trust for receipts (unknown, or revoked by the blocklist)',
+    wrong_key: 'its issue receipt does not verify under the key it names (forged or altered)',
+    key_not_valid_at_time: "its issue receipt was made outside its key's validity period",
+  };
+  return `${what[verdict.reason]} [${verdict.reason}]; refused offline: the sender's PLC may never have been backed (refresh the blocklist with "wallet blocklist" if the service rotated its keys)`;
 }

@@ -41,7 +41,16 @@ import { WalletError, type ServerRefusal } from './errors.ts';
 import { qrForTerminal, qrImageFormatOf, readQrImage, writeQrImage } from './qr.ts';
 import { describeLife, holderState, renderPlc } from './format.ts';
 import { getJson, postJson, serverPaths } from './http.ts';
-import { blockedSignersOf, describeBlocklist, describeTrustedKey, downloadBlocklist, keptBlocklist, type KeptBlocklist } from './blocklist.ts';
+import {
+  blockedSignersOf,
+  checkReceipt,
+  describeBlocklist,
+  describeReceiptRefusal,
+  describeTrustedKey,
+  downloadBlocklist,
+  keptBlocklist,
+  type KeptBlocklist,
+} from './blocklist.ts';
 import { checkBoletoLine } from '../../src/settlement/boleto.ts';
 import { pixKeyType } from '../../src/settlement/pix-key.ts';
 import { signFeeConsent } from '../../src/fees/consent.ts';
@@ -213,7 +222,12 @@ export async function blocklistCommand(context: CommandContext, options: { reado
   const wallet = loadWallet(context.dir);
   const server = requireServer(wallet, options.server, 'blocklist');
   const kept = await downloadBlocklist(wallet, server, context.nowMs(), context.notice);
-  return [`blocklist: ${describeBlocklist(kept)}`, `signed by: ${describeTrustedKey(wallet)}`, ...kept.list.keys.map((key) => `blocked: ${bytesToHex(key)}`)].join('\n');
+  // The keys this wallet now trusts for issue receipts (docs/protocol.md 19.4).
+  const receiptKeys = (kept.list.receiptKeys ?? []).map(
+    (entry) => `receipt key: ${bytesToHex(entry.publicKey)} for receipts issued ${msToIso(entry.validFromMs)} to ${msToIso(entry.validUntilMs)}`,
+  );
+  if (kept.list.receiptKeys === undefined) receiptKeys.push(`receipt key: ${describeTrustedKey(wallet)} (a v1 list: the blocklist key)`);
+  return [`blocklist: ${describeBlocklist(kept)}`, `signed by: ${describeTrustedKey(wallet)}`, ...kept.list.keys.map((key) => `blocked: ${bytesToHex(key)}`), ...receiptKeys].join('\n');
 }
 
 export interface CreateOptions {
@@ -278,6 +292,7 @@ async function issueAndRegister(
     }
     markRegistered(context, tokenId);
     lines.push(`registered with ${server}${describeStatus(answer)}`);
+    lines.push(keepReceipt(context, wallet, tokenId, answer));
   }
   return lines.join('\n');
 }
@@ -323,7 +338,8 @@ function describeStatus(answer: unknown): string {
  * id: a retry is answered from the server's store, never booked twice.
  */
 async function createOnServer(wallet: Wallet, plc: Plc, server: string): Promise<unknown> {
-  const json = plcToJson({ ...plc, transferChain: [] });
+  // The commitment alone: no hop, and no receipt (the server makes it), so every retry's body is the same.
+  const json = plcToJson({ ...plc, transferChain: [], issueReceipt: undefined });
   const answer = await postJson(server, serverPaths.create, { plc: json }, { deviceId: wallet.deviceId, idempotencyKey: json.token_id });
   return answer.body;
 }
@@ -332,6 +348,32 @@ function markRegistered(context: CommandContext, tokenId: string): void {
   withWalletLock(context.dir, () => {
     const token = loadToken(context.dir, tokenId);
     if (token.registered_at === null) saveToken(context.dir, { ...token, registered_at: msToIso(context.nowMs()), server_refusal: null });
+  });
+}
+
+const receiptAnswer = z.object({ issue_receipt: z.string().regex(/^(?:[0-9a-f]{2}){1,256}$/) });
+
+/**
+ * Keeps the service's issue receipt from a server answer (the create's, or the PLC's JSON view)
+ * with the PLC, once it verifies against the keys this wallet trusts: receivers refuse the PLC
+ * without it (docs/protocol.md section 19). Answers a line to show.
+ */
+function keepReceipt(context: CommandContext, wallet: Wallet, tokenId: string, answer: unknown): string {
+  const parsed = receiptAnswer.safeParse(answer);
+  if (!parsed.success) {
+    context.notice(`the server answered no issue receipt for ${tokenId}: receivers will refuse this PLC offline; "wallet publish --token ${tokenId}" asks again`);
+    return 'issue receipt: none';
+  }
+  return withWalletLock(context.dir, () => {
+    const token = loadToken(context.dir, tokenId);
+    const plc = storedPlc(token);
+    const verdict = checkReceipt(wallet, { ...plc, issueReceipt: hexToBytes(parsed.data.issue_receipt) }, keptBlocklist(wallet, context.notice));
+    if (!verdict.ok) {
+      context.notice(`the server's issue receipt for ${tokenId} is refused (${verdict.reason}: ${verdict.detail}); receivers will refuse this PLC offline. Refresh the blocklist ("wallet blocklist"), then "wallet publish --token ${tokenId}"`);
+      return `issue receipt: refused (${verdict.reason})`;
+    }
+    saveToken(context.dir, { ...token, plc: { ...token.plc, issue_receipt: parsed.data.issue_receipt }, updated_at: msToIso(context.nowMs()) });
+    return `issue receipt: kept (signed by ${bytesToHex(verdict.receipt.servicePublicKey)})`;
   });
 }
 
@@ -376,10 +418,18 @@ export async function publishCommand(context: CommandContext, options: { readonl
     headline = `published ${tokenId} to ${server}`;
   }
   markRegistered(context, tokenId);
+  // The issue receipt: in the create's answer, or, for a PLC registered before, in its JSON view.
+  let receiptSource: unknown = answer;
+  if (known.found) {
+    const view = await getJson(server, serverPaths.plcJson(tokenId), { deviceId: wallet.deviceId });
+    receiptSource = view.found ? view.body : undefined;
+  }
+  const receiptLine = keepReceipt(context, wallet, tokenId, receiptSource);
   const parsed = plcStatusAnswer.safeParse(answer);
-  if (!parsed.success) return headline;
+  if (!parsed.success) return `${headline}\n${receiptLine}`;
   return [
     headline,
+    receiptLine,
     `status:       ${parsed.data.status}`,
     `amount:       ${parsed.data.amount} ${parsed.data.currency}`,
     `chain_length: ${parsed.data.chain_length}`,
@@ -598,6 +648,10 @@ export async function receiveCommand(context: CommandContext, options: ReceiveOp
       );
     }
   }
+  // The service's issue receipt (docs/protocol.md section 19): without a valid one nothing shows
+  // the PLC was ever registered and backed, so it is refused, offline.
+  const receipt = checkReceipt(wallet, plc, blocklist);
+  if (!receipt.ok) throw new WalletError('unbacked', describeReceiptRefusal(receipt));
 
   return withWalletLock(context.dir, () => {
     const known = findToken(context.dir, plc.commitment.tokenId);

@@ -38,6 +38,7 @@ export const walletErrorCodes = [
   'blocked_signer',
   'blocklist_invalid',
   'blocklist_rollback',
+  'unbacked',
 ] as const;
 
 export type WalletErrorCode = (typeof walletErrorCodes)[number];

@@ -100,6 +100,7 @@ export async function getJson(baseUrl: string, path: string, options: PostOption
 export const serverPaths = {
   create: 'api/v1/plc/create',
   status: (tokenId: string): string => `api/v1/plc/${tokenId}/status`,
+  plcJson: (tokenId: string): string => `api/v1/plc/${tokenId}/json`,
   cancel: (tokenId: string): string => `api/v1/plc/${tokenId}/cancel`,
   transfer: 'api/v1/transfer/',
   redeem: 'api/v1/redeem/',

@@ -22,6 +22,8 @@ export const domainTags = {
   sealedAad: asciiEncoder.encode('svc:plc:sealed:aad:v2\0'),
   cancel: asciiEncoder.encode('svc:cancel:v2:'),
   redeem: asciiEncoder.encode('svc:redeem:v2:'),
+  /** The service's issue receipt (receipt.ts): its own version, like the blocklist's. */
+  receipt: asciiEncoder.encode('svc:plc:receipt:v1\0'),
 } as const;
 
 export const publicKeyBytes = 32;
@@ -88,6 +90,14 @@ export const transportTextPrefix = 'PLC2:';
  * capacity. test/src/protocol/transport.test.ts re-measures it.
  */
 export const transportHopsMax = 20;
+
+/**
+ * Most transfer records the text form carries when the PLC also carries its issue receipt
+ * (receipt.ts, 140 more CBOR bytes): a worst-case PLC with its receipt and 19 records is 2,810
+ * bytes and 4,220 characters; with 20 it is 2,941 bytes and 4,417 characters, over the QR
+ * capacity. test/src/protocol/receipt.test.ts re-measures it.
+ */
+export const transportHopsMaxWithReceipt = 19;
 
 /** Bound on what the binary transport decoder accepts: a full 32-record chain is 4,374 bytes. */
 export const transportBytesMax = 8192;

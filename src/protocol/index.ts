@@ -112,6 +112,7 @@ export {
 } from './sealed.ts';
 export {
   plcJsonSchema,
+  issueReceiptHexSchema,
   transferRecordJsonSchema,
   cancelAuthorizationJsonSchema,
   redeemAuthorizationJsonSchema,
@@ -132,6 +133,10 @@ export {
 export {
   blocklistFormat,
   blocklistDomainTag,
+  blocklistFormatV2,
+  blocklistDomainTagV2,
+  receiptKeyJsonSchema,
+  canonicalReceiptKeyOrder,
   blocklistKeysMax,
   developmentBlocklistSeed,
   developmentBlocklistPublicKey,
@@ -148,3 +153,26 @@ export {
   type SignedBlocklistJson,
   type BlocklistVerification,
 } from './blocklist.ts';
+export {
+  issueReceiptFormat,
+  issueReceiptBytes,
+  issueReceiptMessageBytes,
+  issueReceiptCarriedBytesMax,
+  receiptKeysMax,
+  receiptRejectionReasons,
+  encodeIssueReceiptMessage,
+  encodeIssueReceipt,
+  signIssueReceipt,
+  decodeIssueReceipt,
+  receiptKeysProblem,
+  verifyIssueReceipt,
+  verifyPlcReceipt,
+  receiptTrustOf,
+  withIssueReceipt,
+  type ReceiptKey,
+  type IssueReceipt,
+  type ReceiptRejectionReason,
+  type ReceiptVerification,
+  type SignIssueReceiptParams,
+  type IssueReceiptDecoding,
+} from './receipt.ts';

@@ -25,6 +25,7 @@ import { bytesToHex, hexToBytes, isCanonicalIso, isoToMs, isTimestampMs, msToIso
 import { formatAmountMinor, parseCanonicalAmount } from './amount.ts';
 import { ProtocolError } from './errors.ts';
 import type { CancelAuthorization, RedeemAuthorization } from './auth-messages.ts';
+import { issueReceiptCarriedBytesMax } from './receipt.ts';
 import type { Plc, TransferRecord } from './types.ts';
 
 function hexSchema(bytes: number) {
@@ -51,6 +52,17 @@ export const timestampMsSchema = z
   .refine(isTimestampMs, 'expected integer milliseconds since the Unix epoch')
   .describe('integer milliseconds since the Unix epoch (UTC), 0 to 253402300799999');
 
+/**
+ * The service's issue receipt (docs/protocol.md section 19) as lowercase hex: carried opaque (1 to
+ * 256 bytes), so a cut or damaged receipt reaches the verifier, which names what is wrong.
+ */
+export const issueReceiptHexSchema = z
+  .string()
+  .regex(new RegExp(`^(?:[0-9a-f]{2}){1,${issueReceiptCarriedBytesMax}}$`), `expected 1 to ${issueReceiptCarriedBytesMax} bytes of lowercase hex`)
+  .describe(
+    "the service's issue receipt (docs/protocol.md section 19), 137 bytes in lowercase hex: format 0x01, service key, commitment hash, issued_at (u64 ms), Ed25519 signature. Beside the commitment, not part of it: optional, and ignored by the server's intake",
+  );
+
 export const transferRecordJsonSchema = z.strictObject({
   sender_pubkey: publicKeyHexSchema,
   recipient_pubkey: publicKeyHexSchema,
@@ -76,6 +88,7 @@ export const plcJsonSchema = z
     commitment_hash: hashHexSchema,
     signature: signatureHexSchema,
     transfer_chain: z.array(transferRecordJsonSchema).max(chainLengthMax),
+    issue_receipt: issueReceiptHexSchema.optional(),
   })
   .superRefine((value, ctx) => {
     if (isPlcCurrency(value.currency) && parseCanonicalAmount(value.amount, value.currency) === undefined) {
@@ -116,6 +129,7 @@ export function plcToJson(plc: Plc): PlcJson {
     commitment_hash: bytesToHex(plc.commitmentHash),
     signature: bytesToHex(plc.issuerSignature),
     transfer_chain: plc.transferChain.map(transferRecordToJson),
+    ...(plc.issueReceipt === undefined ? {} : { issue_receipt: bytesToHex(plc.issueReceipt) }),
   };
 }
 
@@ -149,6 +163,7 @@ export function plcFromJson(json: PlcJson): Plc {
     commitmentHash: hexToBytes(json.commitment_hash, hashBytes),
     issuerSignature: hexToBytes(json.signature, signatureBytes),
     transferChain: json.transfer_chain.map(transferRecordFromJson),
+    ...(json.issue_receipt === undefined ? {} : { issueReceipt: hexToBytes(json.issue_receipt) }),
   };
 }
 

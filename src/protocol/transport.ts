@@ -18,6 +18,9 @@
  *    8 nonce            bytes(16)
  *    9 issuer signature bytes(64)
  *   10 transfer chain   array of record maps, 0..32 (0..20 in the text form)
+ *   11 issue receipt    bytes(1..256), optional: the service's receipt (receipt.ts), carried
+ *                       opaque; a PLC without one is the 10-entry map of protocol 2.0 as first
+ *                       published, byte for byte
  */
 import { decode, encode, rfc8949EncodeOptions, type DecodeOptions } from 'cborg';
 import {
@@ -31,6 +34,7 @@ import {
   tokenIdBytes,
   transportBytesMax,
   transportHopsMax,
+  transportHopsMaxWithReceipt,
   transportTextPrefix,
 } from './constants.ts';
 import { bytesEqual, bytesToUuid, isBytes, isTimestampMs, uuidToBytes } from './bytes.ts';
@@ -38,6 +42,7 @@ import { base45Decode, base45Encode } from './base45.ts';
 import { checkCommitmentFields, computeCommitmentHash } from './commitment.ts';
 import { ProtocolError } from './errors.ts';
 import { computeRecordHash, isRecordWellFormed } from './transfer.ts';
+import { issueReceiptCarriedBytesMax } from './receipt.ts';
 import type { Plc, PlcCommitment, TransferRecord } from './types.ts';
 
 const plcKey = {
@@ -51,6 +56,7 @@ const plcKey = {
   nonce: 8,
   issuerSignature: 9,
   transferChain: 10,
+  issueReceipt: 11,
 } as const;
 
 const recordKey = { recipientPublicKey: 1, timestampMs: 2, nonce: 3, signature: 4 } as const;
@@ -118,15 +124,24 @@ export function encodeTransport(plc: Plc): Uint8Array {
     [plcKey.issuerSignature, plc.issuerSignature],
     [plcKey.transferChain, records],
   ]);
+  if (plc.issueReceipt !== undefined) {
+    const receipt = plc.issueReceipt;
+    if (!(receipt instanceof Uint8Array) || receipt.length < 1 || receipt.length > issueReceiptCarriedBytesMax) {
+      throw new ProtocolError('invalid_argument', `an issue receipt is 1 to ${issueReceiptCarriedBytesMax} bytes`);
+    }
+    map.set(plcKey.issueReceipt, receipt);
+  }
   return encode(map, rfc8949EncodeOptions);
 }
 
-function readMap(value: unknown, size: number, what: string): Map<unknown, unknown> {
+/** A map of keys 1..size, or 1..sizeMax when the keys above `size` (optional ones) are there. */
+function readMap(value: unknown, size: number, what: string, sizeMax = size): Map<unknown, unknown> {
   if (!(value instanceof Map)) throw invalid(`${what} is not a CBOR map`);
-  if (value.size !== size) throw invalid(`${what} has ${value.size} entries, expected ${size}`);
+  if (value.size < size || value.size > sizeMax) throw invalid(`${what} has ${value.size} entries, expected ${size === sizeMax ? size : `${size} to ${sizeMax}`}`);
   for (const key of value.keys()) {
-    if (typeof key !== 'number' || !Number.isInteger(key) || key < 1 || key > size) throw invalid(`${what} has an unknown key`);
+    if (typeof key !== 'number' || !Number.isInteger(key) || key < 1 || key > sizeMax) throw invalid(`${what} has an unknown key`);
   }
+  for (let key = 1; key <= size; key += 1) if (!value.has(key)) throw invalid(`${what} lacks key ${key}`);
   return value;
 }
 
@@ -163,7 +178,7 @@ export function decodeTransport(bytes: Uint8Array): Plc {
   } catch (error) {
     throw invalid(`not valid CBOR: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const top = readMap(decoded, 10, 'PLC');
+  const top = readMap(decoded, 10, 'PLC', 11);
   const version = readText(top, plcKey.version, 'version');
   if (version !== protocolVersion) throw invalid(`unsupported version ${version}`);
   const amount = top.get(plcKey.amountMinor);
@@ -204,7 +219,14 @@ export function decodeTransport(bytes: Uint8Array): Plc {
     prevHash = hash;
     senderPublicKey = unsigned.recipientPublicKey;
   }
-  const plc: Plc = { commitment, commitmentHash, issuerSignature, transferChain };
+  let plc: Plc = { commitment, commitmentHash, issuerSignature, transferChain };
+  if (top.has(plcKey.issueReceipt)) {
+    const receipt = top.get(plcKey.issueReceipt);
+    if (!(receipt instanceof Uint8Array) || receipt.length < 1 || receipt.length > issueReceiptCarriedBytesMax) {
+      throw invalid(`issue receipt must be a byte string of 1 to ${issueReceiptCarriedBytesMax} bytes`);
+    }
+    plc = { ...plc, issueReceipt: receipt.slice() };
+  }
   // Canonical form only: re-encoding must give back the very same bytes. This refuses unsorted
   // keys, non-shortest integers and lengths, and any other second spelling of the same PLC.
   if (!bytesEqual(encodeTransport(plc), bytes)) throw invalid('CBOR is not in deterministic (canonical) encoding');
@@ -216,8 +238,9 @@ export function decodeTransport(bytes: Uint8Array): Plc {
  * chain longer than `transportHopsMax` or text longer than one QR code (version 40-L) holds.
  */
 export function encodeTransportText(plc: Plc): string {
-  if (plc.transferChain.length > transportHopsMax) {
-    throw new ProtocolError('transport_too_large', `the QR text form carries at most ${transportHopsMax} transfer records`, {
+  const hopsMax = plc.issueReceipt === undefined ? transportHopsMax : transportHopsMaxWithReceipt;
+  if (plc.transferChain.length > hopsMax) {
+    throw new ProtocolError('transport_too_large', `the QR text form carries at most ${hopsMax} transfer records${plc.issueReceipt === undefined ? '' : ' beside an issue receipt'}`, {
       chainLength: plc.transferChain.length,
     });
   }

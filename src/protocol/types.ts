@@ -41,6 +41,12 @@ export interface Plc {
   readonly issuerSignature: Uint8Array;
   /** Ordered from the issuer's first transfer to the current bearer; at most `chainLengthMax`. */
   readonly transferChain: readonly TransferRecord[];
+  /**
+   * The service's issue receipt as carried (receipt.ts, docs/protocol.md section 19): beside the
+   * commitment, not part of it; opaque to the forms, checked by `verifyIssueReceipt`. Absent in a
+   * PLC never registered online, or in one from before receipts.
+   */
+  readonly issueReceipt?: Uint8Array | undefined;
 }
 
 /**

@@ -59,7 +59,7 @@ describe('POST /api/v1/plc/create', () => {
     const history = await t.temporal.workflow.getHandle(`plc-${tokenId}`).fetchHistory();
     expect(history.events?.filter((event) => event.upsertWorkflowSearchAttributesEventAttributes)).toEqual([]);
     // The answer is built from the row the issue inserted: exactly what a read of it shows.
-    const { workflow_id: _workflowId, issue_transaction_id: issueTxId, created: _created, ...view } = response.json();
+    const { workflow_id: _workflowId, issue_transaction_id: issueTxId, created: _created, issue_receipt: _receipt, ...view } = response.json();
     const status = await t.app.inject({ method: 'GET', url: `/api/v1/plc/${tokenId}/status` });
     expect(view).toEqual(status.json());
     const { rows } = await t.db.pool.query<{ issue_tx_id: string }>('SELECT issue_tx_id FROM plcs WHERE token_id = $1', [tokenId]);
@@ -569,14 +569,15 @@ describe('reads', () => {
     const [issuer, b, c] = [newWallet(), newWallet(), newWallet()];
     await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 250n });
-    await create(plc);
+    // With the service's issue receipt the create answered (docs/protocol.md section 19).
+    const receipt = (await create(plc)).json().issue_receipt as string;
     const url = `/api/v1/plc/${plc.commitment.tokenId}/json`;
-    expect((await t.app.inject({ method: 'GET', url })).json()).toEqual(plcToJson(plc));
+    expect((await t.app.inject({ method: 'GET', url })).json()).toEqual({ ...plcToJson(plc), issue_receipt: receipt });
     const twoHops = hop(hop(plc, issuer, b), b, c);
     expect((await transfer(twoHops)).statusCode).toBe(200);
     const response = await t.app.inject({ method: 'GET', url });
     expect(response.statusCode).toBe(200);
-    expect(response.json()).toEqual(plcToJson(twoHops));
+    expect(response.json()).toEqual({ ...plcToJson(twoHops), issue_receipt: receipt });
     const parsed = parsePlcJson(response.json());
     expect(verifyPlc(parsed)).toMatchObject({ ok: true, chainLength: 2 });
     expect((await t.app.inject({ method: 'GET', url: `/api/v1/plc/${randomUUID()}/json` })).statusCode).toBe(404);

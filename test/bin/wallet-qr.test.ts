@@ -1,6 +1,6 @@
 /**
  * The offline hop through real QR codes: one wallet program writes the PLC2: text of a chain at the
- * transport's largest size (20 records, docs/protocol.md 10.3) as a PNG with `send --image`, another
+ * transport's largest size beside an issue receipt (19 records, docs/protocol.md 10.3 and 19.6) as a PNG with `send --image`, another
  * reads the picture with `receive --image` (a real decoder: ZXing-C++), and the chain arrives
  * byte for byte. Also the SVG and terminal forms, and the refusals.
  */
@@ -15,7 +15,10 @@ import {
   generateKeyPair,
   hexToBytes,
   plcToJson,
-  transportHopsMax,
+  developmentBlocklistSeed,
+  signIssueReceipt,
+  transportHopsMaxWithReceipt,
+  withIssueReceipt,
   type Plc,
 } from '../../src/protocol/index.ts';
 import { field, ok, refused, wallet } from './wallet-cli.ts';
@@ -36,11 +39,15 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** A PLC with `hops` records through fresh keys, the last one to `to`, at the widest amount. */
+/**
+ * A PLC with `hops` records through fresh keys, the last one to `to`, at the widest amount, with
+ * the service's issue receipt (docs/protocol.md section 19) by the development key the wallets trust.
+ */
 function chainTo(to: string, hops: number): Plc {
   const issuer = generateKeyPair();
   const now = Date.now();
   let plc = createPlc({ issuerSecretKey: issuer.secretKey, amountMinor: 100_000_000_000_000n, currency: 'BRL', createdAtMs: now - 60_000, ttlHours: 168 });
+  plc = withIssueReceipt(plc, signIssueReceipt({ commitment: plc.commitment, serviceSecretKey: developmentBlocklistSeed, issuedAtMs: now - 59_000 }));
   let holder = issuer;
   for (let i = 0; i < hops; i++) {
     const last = i === hops - 1;
@@ -52,9 +59,9 @@ function chainTo(to: string, hops: number): Plc {
 }
 
 describe('the wallet program through QR code pictures', () => {
-  it(`sends the largest chain the text form carries (${transportHopsMax} records) as a PNG that the other wallet reads back`, { timeout: 120_000 }, async () => {
-    // 19 hops reach the sender; its own send is the 20th.
-    const plc = chainTo(keys.sender, transportHopsMax - 1);
+  it(`sends the largest chain the text form carries (${transportHopsMaxWithReceipt} records) as a PNG that the other wallet reads back`, { timeout: 120_000 }, async () => {
+    // 18 hops reach the sender; its own send is the 19th, the most beside a receipt (10.3).
+    const plc = chainTo(keys.sender, transportHopsMaxWithReceipt - 1);
     await ok(dirs.sender, 'receive', '--text', encodeTransportText(plc));
     const png = join(root, 'hop.png');
     const sent = await ok(dirs.sender, 'send', '--token', plc.commitment.tokenId, '--to', keys.receiver, '--image', png);
@@ -67,10 +74,10 @@ describe('the wallet program through QR code pictures', () => {
 
     const received = await ok(dirs.receiver, 'receive', '--image', png);
     expect(received).toContain(`received ${plc.commitment.tokenId}`);
-    expect(received).toMatch(new RegExp(`hops:\\s+${transportHopsMax}\\b`));
+    expect(received).toMatch(new RegExp(`hops:\\s+${transportHopsMaxWithReceipt}\\b`));
     // What arrived is exactly what was sent: the stored chain re-encodes to the same text.
     const stored = JSON.parse(readFileSync(join(dirs.receiver, 'plcs', `${plc.commitment.tokenId}.json`), 'utf8')) as { plc: { transfer_chain: { recipient_pubkey: string }[] } };
-    expect(stored.plc.transfer_chain).toHaveLength(transportHopsMax);
+    expect(stored.plc.transfer_chain).toHaveLength(transportHopsMaxWithReceipt);
     expect(stored.plc.transfer_chain.at(-1)!.recipient_pubkey).toBe(keys.receiver);
     // The same picture again is the same chain: refused as such, not as unreadable.
     await refused(dirs.receiver, 'already_received', 'receive', '--image', png);
@@ -100,7 +107,7 @@ describe('the wallet program through QR code pictures', () => {
     writeFileSync(blank, onePixel);
     await refused(dirs.receiver, 'invalid_input', 'receive', '--image', blank);
 
-    const long = chainTo(keys.sender, transportHopsMax);
+    const long = chainTo(keys.sender, transportHopsMaxWithReceipt);
     const longPath = join(root, 'long.json');
     writeFileSync(longPath, JSON.stringify(plcToJson(long)));
     await ok(dirs.sender, 'receive', '--in', longPath);

@@ -32,6 +32,11 @@ import {
   verifyCancel,
   verifyPlc,
   verifyRedeem,
+  signIssueReceipt,
+  withIssueReceipt,
+  canonicalReceiptKeyOrder,
+  timestampMsMax,
+  type Plc,
 } from '../../src/protocol/index.ts';
 import { closedPortUrl, field, ok, refused, wallet } from './wallet-cli.ts';
 import { vectorKey } from '../../scripts/gen-protocol-vectors.ts';
@@ -73,6 +78,14 @@ function redemptionView(id: string) {
   };
 }
 
+/**
+ * The PLC with the service's issue receipt (docs/protocol.md section 19), as the server gives it at
+ * create: signed by `seed` (by default the development key, which a wallet trusts before any list).
+ */
+function backed(plc: Plc, seed: Uint8Array = developmentBlocklistSeed, issuedAtMs = Date.now()): Plc {
+  return withIssueReceipt(plc, signIssueReceipt({ commitment: plc.commitment, serviceSecretKey: seed, issuedAtMs }));
+}
+
 /** The blocklist the canned server serves (GET /api/v1/blocklist), when set. */
 let servedBlocklist: unknown;
 
@@ -84,6 +97,11 @@ function answer(method: string, url: string, body: unknown): { status: number; b
   if (method === 'GET' && /^\/api\/v1\/plc\/[0-9a-f-]+\/status$/.test(url)) return { status: 404, body: { code: 'PLC_NOT_FOUND', message: 'no such PLC' } };
   if (method === 'POST' && url === '/api/v1/plc/create' && (body as { plc: { amount: string } }).plc.amount === '9.99') {
     return { status: 409, body: { code: 'INSUFFICIENT_FUNDS', message: 'not enough AVAILABLE' } };
+  }
+  if (method === 'POST' && url === '/api/v1/plc/create') {
+    // As the real server: the service's issue receipt over the registered commitment.
+    const plc = parsePlcJson((body as { plc: unknown }).plc);
+    return { status: 200, body: { status: 'ok', issue_receipt: bytesToHex(backed(plc).issueReceipt!) } };
   }
   if (method === 'POST' && url === '/api/v1/redeem/') {
     if (nextRedeemRefusal !== undefined) {
@@ -144,6 +162,12 @@ beforeAll(async () => {
   if (address === null || typeof address === 'string') throw new Error('no server address');
   serverUrl = `http://127.0.0.1:${address.port}`;
 });
+
+function writeJson(name: string, value: unknown): string {
+  const path = join(root, name);
+  writeFileSync(path, JSON.stringify(value));
+  return path;
+}
 
 afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
@@ -210,7 +234,9 @@ describe('wallet program', () => {
     await refused(dirs.c, 'rejected', 'receive', '--in', join(root, 'forged.json'));
     // One flipped byte in the last record's signature, re-encoded as valid PLC2: text.
     const bytes = encodeTransport(genuine);
-    bytes[bytes.length - 1]! ^= 0x01;
+    // The last record's signature ends where the issue receipt (key 11: 3 bytes of header, 137 of receipt) begins.
+    expect(genuine.issueReceipt).toHaveLength(137);
+    bytes[bytes.length - 1 - 140]! ^= 0x01;
     writeFileSync(join(root, 'tampered.txt'), `PLC2:${base45Encode(bytes)}\n`);
     const run = await wallet(dirs.c, 'receive', '--in', join(root, 'tampered.txt'));
     expect(run.code).toBe(1);
@@ -310,8 +336,12 @@ describe('wallet program', () => {
     expect(create).toMatchObject({ method: 'POST', url: '/api/v1/plc/create' });
     expect(create!.headers['idempotency-key']).toBe(created);
     expect(create!.headers['x-device-id']).toBe(deviceIds.b);
-    const stored = JSON.parse(readFileSync(join(dirs.b, 'plcs', `${created}.json`), 'utf8')) as { plc: unknown };
-    expect(create!.body).toEqual({ plc: stored.plc });
+    const stored = JSON.parse(readFileSync(join(dirs.b, 'plcs', `${created}.json`), 'utf8')) as { plc: { issue_receipt?: string } };
+    // The PLC as signed, and since kept with the issue receipt the create answered.
+    const { issue_receipt: receipt, ...signed } = stored.plc;
+    expect(create!.body).toEqual({ plc: signed });
+    expect(receipt).toMatch(/^01[0-9a-f]{272}$/);
+    expect(output).toMatch(/issue receipt: kept/);
     expect(await ok(dirs.b, 'show', '--token', created)).toMatch(/registered:\s+\d{4}-/);
 
     // Only the issuer publishes; C holds A's PLC but did not issue it.
@@ -372,7 +402,7 @@ describe('wallet program', () => {
     const issuer = generateKeyPair();
     const plc = createPlc({ issuerSecretKey: issuer.secretKey, amountMinor: 100n, currency: 'BRL', createdAtMs: Date.now(), ttlHours: 2 });
     const sent = appendTransfer(plc, { senderSecretKey: issuer.secretKey, recipientPublicKey: hexToBytes(keys.c, 32), timestampMs: Date.now() });
-    await ok(dirs.c, 'receive', '--text', encodeTransportText(sent));
+    await ok(dirs.c, 'receive', '--text', encodeTransportText(backed(sent)));
     const printed = JSON.parse(await ok(dirs.c, 'redeem', '--token', plc.commitment.tokenId, '--pix-key', '12345678901')) as { authorization: unknown };
     expect(verifyRedeem(parseRedeemAuthorizationJson(printed.authorization))).toBe(true);
     expect(await ok(dirs.c, 'show', '--token', plc.commitment.tokenId)).toContain('signed, not posted');
@@ -459,7 +489,8 @@ describe('wallet program', () => {
     const make = (from: typeof issuer) => {
       const plc = createPlc({ issuerSecretKey: issuer.secretKey, amountMinor: 100n, currency: 'BRL', createdAtMs: Date.now(), ttlHours: 2, tokenId: randomUUID() });
       const viaFrom = appendTransfer(plc, { senderSecretKey: issuer.secretKey, recipientPublicKey: from.publicKey, timestampMs: Date.now() });
-      return appendTransfer(viaFrom, { senderSecretKey: from.secretKey, recipientPublicKey: me, timestampMs: Date.now() });
+      // Backed: the receipt by the service key this wallet trusts (a v1 list: the list's own key).
+      return backed(appendTransfer(viaFrom, { senderSecretKey: from.secretKey, recipientPublicKey: me, timestampMs: Date.now() }), service.secretKey);
     };
     const fromCulprit = make(culprit);
 
@@ -471,9 +502,12 @@ describe('wallet program', () => {
     expect(blocked.stderr).toContain(bytesToHex(culprit.publicKey));
     expect(existsSync(join(dir, 'plcs', `${fromCulprit.commitment.tokenId}.json`))).toBe(false);
     // The issuer is a signer too.
-    const issuedByCulprit = appendTransfer(
-      createPlc({ issuerSecretKey: culprit.secretKey, amountMinor: 100n, currency: 'BRL', createdAtMs: Date.now(), ttlHours: 2, tokenId: randomUUID() }),
-      { senderSecretKey: culprit.secretKey, recipientPublicKey: me, timestampMs: Date.now() },
+    const issuedByCulprit = backed(
+      appendTransfer(
+        createPlc({ issuerSecretKey: culprit.secretKey, amountMinor: 100n, currency: 'BRL', createdAtMs: Date.now(), ttlHours: 2, tokenId: randomUUID() }),
+        { senderSecretKey: culprit.secretKey, recipientPublicKey: me, timestampMs: Date.now() },
+      ),
+      service.secretKey,
     );
     await refused(dir, 'blocked_signer', 'receive', '--text', encodeTransportText(issuedByCulprit));
     expect(await ok(dir, 'receive', '--text', encodeTransportText(make(honest)))).toContain('received');
@@ -494,6 +528,81 @@ describe('wallet program', () => {
     serve(4, []);
     expect(await ok(dir, 'blocklist', '--server', serverUrl)).toContain('version 4');
     expect(await ok(dir, 'receive', '--text', encodeTransportText(fromCulprit))).toContain(`received ${fromCulprit.commitment.tokenId}`);
+    servedBlocklist = undefined;
+  });
+
+  it('keeps the receipt the create answered, passes it along with every send, and refuses offline a PLC without a valid one', { timeout: 120_000 }, async () => {
+    // A's PLC, created against the canned server, carries the receipt it answered: B and C took it.
+    const stored = JSON.parse(readFileSync(join(dirs.c, 'plcs', `${tokenId}.json`), 'utf8')) as { plc: { issue_receipt?: string } };
+    expect(stored.plc.issue_receipt).toMatch(/^01[0-9a-f]{272}$/);
+    expect(decodeTransportText(readFileSync(join(root, 'ab.txt'), 'utf8').trim()).issueReceipt).toBeDefined();
+
+    const dir = join(root, 'receipts');
+    await ok(dir, 'init');
+    const me = hexToBytes(field(await ok(dir, 'show-key'), 'public_key'), 32);
+    const issuer = generateKeyPair();
+    const toMe = () =>
+      appendTransfer(createPlc({ issuerSecretKey: issuer.secretKey, amountMinor: 100n, currency: 'BRL', createdAtMs: Date.now(), ttlHours: 2, tokenId: randomUUID() }), {
+        senderSecretKey: issuer.secretKey,
+        recipientPublicKey: me,
+        timestampMs: Date.now(),
+      });
+    const unbacked = toMe();
+    const missing = await refused(dir, 'unbacked', 'receive', '--text', encodeTransportText(unbacked));
+    expect(missing.stderr).toContain('carries no issue receipt');
+    expect(existsSync(join(dir, 'plcs', `${unbacked.commitment.tokenId}.json`))).toBe(false);
+    // A receipt taken from another PLC, one signed by a key nobody trusts, one cut short.
+    const donor = backed(toMe());
+    const transplanted = withIssueReceipt(unbacked, donor.issueReceipt!);
+    expect((await refused(dir, 'unbacked', 'receive', '--text', encodeTransportText(transplanted))).stderr).toContain('[wrong_commitment]');
+    const stranger = backed(toMe(), generateKeyPair().secretKey);
+    expect((await refused(dir, 'unbacked', 'receive', '--text', encodeTransportText(stranger))).stderr).toContain('[untrusted_key]');
+    const cut = withIssueReceipt(unbacked, backed(unbacked).issueReceipt!.slice(0, 100));
+    expect((await refused(dir, 'unbacked', 'receive', '--in', writeJson('cut.json', plcToJson(cut)))).stderr).toContain('[truncated]');
+    expect(await ok(dir, 'receive', '--text', encodeTransportText(backed(unbacked)))).toContain(`received ${unbacked.commitment.tokenId}`);
+  });
+
+  it('learns the receipt keys from the signed blocklist v2: a rotated key is honoured within its period, a revoked one refused at the next refresh', { timeout: 120_000 }, async () => {
+    const dir = join(root, 'rotation');
+    await ok(dir, 'init', '--server', serverUrl);
+    const me = hexToBytes(field(await ok(dir, 'show-key'), 'public_key'), 32);
+    const root_ = developmentBlocklistSeed;
+    const [oldKey, newKey] = [generateKeyPair(), generateKeyPair()];
+    const rotationAtMs = Date.now() - 60_000;
+    const issuer = generateKeyPair();
+    const toMe = () =>
+      appendTransfer(createPlc({ issuerSecretKey: issuer.secretKey, amountMinor: 100n, currency: 'BRL', createdAtMs: Date.now() - 120_000, ttlHours: 2, tokenId: randomUUID() }), {
+        senderSecretKey: issuer.secretKey,
+        recipientPublicKey: me,
+        timestampMs: Date.now(),
+      });
+    const serveV2 = (version: number, receiptKeys: { publicKey: Uint8Array; validFromMs: number; validUntilMs: number }[]) =>
+      (servedBlocklist = blocklistToJson(signBlocklist({ version, publishedAtMs: Date.now(), keys: [], receiptKeys: canonicalReceiptKeyOrder(receiptKeys) }, root_)));
+    serveV2(2, [
+      { publicKey: oldKey.publicKey, validFromMs: 0, validUntilMs: rotationAtMs },
+      { publicKey: newKey.publicKey, validFromMs: rotationAtMs, validUntilMs: timestampMsMax },
+    ]);
+    const listed = await ok(dir, 'blocklist');
+    expect(listed).toContain(`receipt key: ${bytesToHex(oldKey.publicKey)} for receipts issued 1970-01-01T00:00:00.000Z to `);
+    expect(listed).toContain(`receipt key: ${bytesToHex(newKey.publicKey)} for receipts issued `);
+    const byOld = backed(toMe(), oldKey.secretKey, rotationAtMs - 30_000);
+    const byOldTooLate = backed(toMe(), oldKey.secretKey, rotationAtMs + 1);
+    const byNew = backed(toMe(), newKey.secretKey, rotationAtMs + 1);
+    expect(await ok(dir, 'receive', '--text', encodeTransportText(byOld))).toContain('received');
+    expect(await ok(dir, 'receive', '--text', encodeTransportText(byNew))).toContain('received');
+    expect((await refused(dir, 'unbacked', 'receive', '--text', encodeTransportText(byOldTooLate))).stderr).toContain('[key_not_valid_at_time]');
+    // The development key signs the lists here but is not among the receipt keys of a v2 list.
+    expect((await refused(dir, 'unbacked', 'receive', '--text', encodeTransportText(backed(toMe())))).stderr).toContain('[untrusted_key]');
+    // The old key revoked: refused at the next refresh, and offline afterwards.
+    serveV2(3, [{ publicKey: newKey.publicKey, validFromMs: rotationAtMs, validUntilMs: timestampMsMax }]);
+    const again = backed(toMe(), oldKey.secretKey, rotationAtMs - 30_000);
+    expect((await refused(dir, 'unbacked', 'receive', '--text', encodeTransportText(again))).stderr).toContain('[untrusted_key]');
+    await ok(dir, 'config', '--forget-server');
+    await refused(dir, 'unbacked', 'receive', '--text', encodeTransportText(again));
+    expect(await ok(dir, 'receive', '--text', encodeTransportText(backed(toMe(), newKey.secretKey)))).toContain('received');
+    // Replaying the older list (version 2, the old key still in it) is a rollback: refused.
+    serveV2(2, [{ publicKey: oldKey.publicKey, validFromMs: 0, validUntilMs: timestampMsMax }]);
+    await refused(dir, 'blocklist_rollback', 'receive', '--text', encodeTransportText(again), '--server', serverUrl);
     servedBlocklist = undefined;
   });
 

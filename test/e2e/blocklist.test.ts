@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
-import { encodeTransportText, hexToBytes, type Plc } from '../../src/protocol/index.ts';
+import { encodeTransportText, hexToBytes, withIssueReceipt, type Plc } from '../../src/protocol/index.ts';
 import { field, ok, refused } from '../bin/wallet-cli.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, plcToJson } from '../support/wallet.ts';
@@ -32,9 +32,11 @@ afterAll(async () => {
 
 const post = (url: string, payload: object) => h.t.app.inject({ method: 'POST', url, headers: device, payload });
 
+/** Registers `plc` and answers it with the issue receipt the create answered (docs/protocol.md section 19). */
 async function created(plc: Plc) {
-  expect((await post('/api/v1/plc/create', { plc: plcToJson(plc) })).statusCode).toBe(200);
-  return plc;
+  const response = await post('/api/v1/plc/create', { plc: plcToJson(plc) });
+  expect(response.statusCode).toBe(200);
+  return withIssueReceipt(plc, hexToBytes(response.json().issue_receipt as string));
 }
 
 describe('a key proven to cheat', () => {

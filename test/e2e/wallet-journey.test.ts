@@ -5,17 +5,18 @@
  *
  * 1. The issuer cancels through the wallet: a create whose post failed is published, then
  *    cancelled; the balance comes back.
- * 2. A issues 5.00 BRL where no server is reachable (the signed create is kept in the wallet),
- *    the PLC moves A -> B -> C -> D through files with no server, A publishes the create once
- *    online, D registers the chain, and the PLC expires by its workflow timer, releasing A's
- *    PROMISED.
+ * 2. A issues 5.00 BRL where no server is reachable (the signed create is kept in the wallet) and
+ *    sends it to B, who refuses it offline: it carries no issue receipt, nothing shows it was ever
+ *    backed (docs/protocol.md section 19). A publishes the create once online and keeps the
+ *    receipt the server answers; the same transfer shown again now carries it, and the PLC moves
+ *    A -> B -> C -> D through files with no server; D registers the chain, and the PLC expires by
+ *    its workflow timer, releasing A's PROMISED.
  *
  * The expiry timer is shortened with PLC_EXPIRY_OVERRIDE_MS (the signed TTL stays one hour). It
- * runs from the moment the server learns of the PLC (the publish), so the offline hops, six
- * wallet processes that take seconds each on a loaded machine, happen before it starts: only D's
- * register (one process, 0.3 s idle, a few seconds on a loaded two-CPU machine) must come before
- * it fires, and 20 s leaves that a wide margin. The online create itself is covered by
- * test/bin/wallet.test.ts.
+ * runs from the moment the server learns of the PLC (the publish), and the offline hops come after
+ * it (a receiver needs the receipt the publish brings): six wallet processes and D's register,
+ * each 0.3 s idle and a few seconds on a loaded two-CPU machine, must come before it fires, and
+ * 40 s leaves that a margin. The online create itself is covered by test/bin/wallet.test.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -26,7 +27,7 @@ import { findViolations } from '../../db/ledger.ts';
 import { closedPortUrl, field, ok, refused, wallet } from '../bin/wallet-cli.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 
-const expiryOverrideMs = 20_000;
+const expiryOverrideMs = 40_000;
 const funded = '20.00';
 
 let t: TestApp;
@@ -107,13 +108,26 @@ describe('wallet journey against the real server', () => {
     await refused(dirs.a, 'token_closed', 'send', '--token', tokenId, '--to', keys.b);
   });
 
-  it('A issues 5.00 BRL offline, it moves A -> B -> C -> D offline, A publishes it and D registers the chain', async () => {
+  it('A issues 5.00 BRL offline, B refuses it until A publishes it; then it moves A -> B -> C -> D offline and D registers the chain', async () => {
     const offline = await refused(dirs.a, 'server_unreachable', 'create', '--amount', '5.00', '--currency', 'BRL', '--ttl-hours', '1', '--server', await closedPortUrl());
     const tokenId = /PLC (\S+) is stored in this wallet/.exec(offline.stderr)?.[1];
     if (tokenId === undefined) throw new Error(`no token id in ${offline.stderr}`);
     journeyToken = tokenId;
 
-    // Offline: each hop is a file, signed by the holder and verified by the next one.
+    // Never registered: the receiver refuses it offline, for want of the service's issue receipt.
+    const unbacked = join(root, 'ab-unbacked.txt');
+    await ok(dirs.a, 'send', '--token', journeyToken, '--to', keys.b, '--out', unbacked);
+    const refusal = await refused(dirs.b, 'unbacked', 'receive', '--in', unbacked);
+    expect(refusal.stderr).toContain('[missing]');
+
+    // Back online: the issuer publishes the create (the expiry timer starts now) and keeps its receipt.
+    const published = await ok(dirs.a, 'publish', '--token', journeyToken, '--server', serverUrl);
+    const createdAtMs = Date.now();
+    expect(field(published, 'status')).toBe('ISSUED');
+    expect(published).toContain('issue receipt: kept');
+
+    // Offline: each hop is a file, signed by the holder and verified by the next one, receipt included
+    // (A shows its transfer to B again, now with the receipt).
     const hops = [['a', 'b'], ['b', 'c'], ['c', 'd']] as const;
     for (const [from, to] of hops) {
       const file = join(root, `${from}${to}.txt`);
@@ -121,10 +135,6 @@ describe('wallet journey against the real server', () => {
       await ok(dirs[to], 'receive', '--in', file);
     }
 
-    // Back online: the issuer publishes the create (the expiry timer starts now), the bearer registers.
-    const published = await ok(dirs.a, 'publish', '--token', journeyToken, '--server', serverUrl);
-    const createdAtMs = Date.now();
-    expect(field(published, 'status')).toBe('ISSUED');
     const registered = await ok(dirs.d, 'register', '--token', journeyToken, '--server', serverUrl, '--device-id', 'merchant-d.01');
     const registeredAfterMs = Date.now() - createdAtMs;
     expect(registeredAfterMs, `register came ${registeredAfterMs} ms after the publish; the expiry timer fires at ${expiryOverrideMs} ms`).toBeLessThan(expiryOverrideMs);

@@ -62,3 +62,38 @@ describe('BLOCKLIST_SIGNING_SEED', () => {
     expect(secretConfigKeys).toContain('BLOCKLIST_SIGNING_SEED');
   });
 });
+
+describe('the issue receipt keys (docs/protocol.md 19.4)', () => {
+  const key = 'ab'.repeat(32);
+  it('RECEIPT_KEYS_RETIRED: <64 hex>:<from>:<until> entries, comma-separated, each key once, from <= until', () => {
+    expect(loadConfig(base).RECEIPT_KEYS_RETIRED).toBeUndefined();
+    expect(loadConfig({ ...base, RECEIPT_KEYS_RETIRED: ' ' }).RECEIPT_KEYS_RETIRED).toEqual([]);
+    expect(loadConfig({ ...base, RECEIPT_KEYS_RETIRED: `${key}:0:1795341600000, ${'cd'.repeat(32)}:5:5` }).RECEIPT_KEYS_RETIRED).toEqual([
+      { pubkey: key, validFromMs: 0, validUntilMs: 1795341600000 },
+      { pubkey: 'cd'.repeat(32), validFromMs: 5, validUntilMs: 5 },
+    ]);
+    for (const bad of [`${key}:2:1`, `${key}:0`, `${key.toUpperCase()}:0:1`, `${key}:0:1,${key}:2:3`, `${key}:0:253402300800000`]) {
+      expect(() => loadConfig({ ...base, RECEIPT_KEYS_RETIRED: bad }), bad).toThrow(/RECEIPT_KEYS_RETIRED/);
+    }
+  });
+
+  it('RECEIPT_SIGNING_SEED: 64 hex digits, secret, and not the development seed in production', () => {
+    expect(loadConfig({ ...base, RECEIPT_SIGNING_SEED: 'AB'.repeat(32), RECEIPT_KEY_VALID_FROM_MS: '1795341600000' })).toMatchObject({
+      RECEIPT_SIGNING_SEED: 'ab'.repeat(32),
+      RECEIPT_KEY_VALID_FROM_MS: 1795341600000,
+    });
+    expect(() => loadConfig({ ...base, RECEIPT_SIGNING_SEED: 'ab' })).toThrow(/RECEIPT_SIGNING_SEED/);
+    expect(secretConfigKeys).toContain('RECEIPT_SIGNING_SEED');
+    const production = {
+      APP_ENV: 'production',
+      DATABASE_URL: 'postgres://x@127.0.0.1/x',
+      TEMPORAL_ADDRESS: '127.0.0.1:7233',
+      JWT_SECRET: 'j'.repeat(32),
+      PIN_PEPPER: 'p'.repeat(32),
+      GATEWAY_API_KEY: 'real-key',
+      GATEWAY_WEBHOOK_TOKEN: 'real-webhook-token',
+      BLOCKLIST_SIGNING_SEED: 'c'.repeat(64),
+    };
+    expect(() => loadConfig({ ...production, RECEIPT_SIGNING_SEED: bytesToHex(developmentBlocklistSeed) })).toThrow(/RECEIPT_SIGNING_SEED: is the published development seed/);
+  });
+});
