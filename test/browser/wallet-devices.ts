@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +14,10 @@ import { chromiumPath } from '../support/browser.ts';
  * wallet reads reaches it only as those pixels, through the wallet's own scanner.
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Where the tests save a screenshot of each screen: docs/wallet/ with `UPDATE_SCREENSHOTS=1` (the README shows them), else a temporary folder. */
+export const walletScreenshotsDir =
+  process.env.UPDATE_SCREENSHOTS === '1' ? fileURLToPath(new URL('../../docs/wallet/', import.meta.url)) : mkdtempSync(join(tmpdir(), 'wallet-shots-'));
 
 /** Builds wallet/dist when it is missing (a checkout that skipped `npm ci`'s prepare step). */
 export function ensureWalletBuilt(): void {

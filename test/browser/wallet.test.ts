@@ -1,7 +1,5 @@
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { scrypt } from '@noble/hashes/scrypt.js';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -10,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { walletRoutes } from '../../api/routes/wallet.ts';
 import { bytesToHex, hexToBytes, publicKeyOf } from '../../src/protocol/index.ts';
 import { browserUnavailable } from '../support/browser.ts';
-import { createWallet, ensureWalletBuilt, launchChromium, newPhone, unlock, waitForServiceWorker, type Phone } from './wallet-devices.ts';
+import { createWallet, ensureWalletBuilt, launchChromium, newPhone, unlock, waitForServiceWorker, walletScreenshotsDir, type Phone } from './wallet-devices.ts';
 
 /**
  * The browser wallet as an installable app (docs/wallet.md): served at /wallet/ with a manifest
@@ -21,9 +19,6 @@ import { createWallet, ensureWalletBuilt, launchChromium, newPhone, unlock, wait
  * `UPDATE_SCREENSHOTS=1` writes the screenshots to docs/wallet/.
  */
 if (browserUnavailable !== null) console.warn(`browser tests skipped: ${browserUnavailable}`);
-
-export const walletScreenshotsDir =
-  process.env.UPDATE_SCREENSHOTS === '1' ? fileURLToPath(new URL('../../docs/wallet/', import.meta.url)) : mkdtempSync(join(tmpdir(), 'wallet-shots-'));
 
 describe.skipIf(browserUnavailable !== null)('browser wallet: install, offline, keys', () => {
   let server: FastifyInstance;

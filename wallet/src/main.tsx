@@ -398,6 +398,7 @@ function PlcCode({ plc }: { plc: Plc }) {
       const part = encoder.next();
       void drawQr(target, part, 3).then(() => {
         target.dataset.frame = String(frame);
+        target.dataset.fragments = String(encoder.fragments);
         setInfo(`Animated code: ${encoder.fragments} parts, ${animatedFps} frames a second; keep the camera on it.`);
       });
     };
@@ -458,8 +459,10 @@ function Receive({ me, reload, done }: { me: Unlocked; reload: () => Promise<voi
 
   const accept = async (payload: string | Uint8Array) => {
     const decoded = decodePayload(payload);
+    // A verdict ends the scan: the person reads it, then scans again if they want to.
     if ('ok' in decoded) {
       setRefusal(decoded);
+      setScanning(false);
       return;
     }
     const known = await getToken(decoded.commitment.tokenId);
@@ -467,6 +470,7 @@ function Receive({ me, reload, done }: { me: Unlocked; reload: () => Promise<voi
     if (!verdict.ok) {
       setRefusal(verdict);
       setAccepted(null);
+      setScanning(false);
       return;
     }
     const json = plcToJson(verdict.plc);
@@ -800,7 +804,7 @@ function Redeem({ me, tokenId, done }: { me: Unlocked; tokenId: string; done: ()
           <fieldset>
             <legend>Pay out to</legend>
             <label class="inline">
-              <input type="radio" name="rail" checked={rail === 'pix'} onChange={() => setRail('pix')} /> Pix key
+              <input type="radio" name="rail" checked={rail === 'pix'} onChange={() => setRail('pix')} /> Pix
             </label>
             <label class="inline">
               <input type="radio" name="rail" checked={rail === 'boleto'} onChange={() => setRail('boleto')} /> Boleto
