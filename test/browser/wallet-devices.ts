@@ -34,20 +34,19 @@ export async function launchChromium(): Promise<Browser> {
   });
 }
 
-/** The fake camera, installed before the wallet's own scripts run. */
-const cameraScript = () => {
+/**
+ * The fake camera, installed before the wallet's own scripts run (browser code, as text: this
+ * file is type-checked for Node).
+ */
+const cameraScript = `(() => {
   const canvas = document.createElement('canvas');
   canvas.width = 720;
   canvas.height = 720;
-  const context = canvas.getContext('2d')!;
-  const blank = () => {
+  const context = canvas.getContext('2d');
+  let current = null;
+  const paint = () => {
     context.fillStyle = '#777';
     context.fillRect(0, 0, canvas.width, canvas.height);
-  };
-  blank();
-  let current: ImageBitmap | null = null;
-  const paint = () => {
-    blank();
     if (current !== null) {
       const scale = Math.min((canvas.width - 40) / current.width, (canvas.height - 40) / current.height);
       const w = current.width * scale;
@@ -56,11 +55,11 @@ const cameraScript = () => {
       context.drawImage(current, (canvas.width - w) / 2, (canvas.height - h) / 2, w, h);
     }
   };
+  paint();
   // A camera sends frames all the time: repaint so the stream keeps flowing.
   setInterval(paint, 50);
-  const w = window as unknown as { __showToCamera: (base64: string) => Promise<void>; __cameraOpened: number };
-  w.__cameraOpened = 0;
-  w.__showToCamera = async (base64: string) => {
+  window.__cameraOpened = 0;
+  window.__showToCamera = async (base64) => {
     const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
     current = await createImageBitmap(new Blob([bytes], { type: 'image/png' }));
     paint();
@@ -69,12 +68,12 @@ const cameraScript = () => {
     configurable: true,
     value: {
       getUserMedia: async () => {
-        w.__cameraOpened += 1;
+        window.__cameraOpened += 1;
         return canvas.captureStream(20);
       },
     },
   });
-};
+})();`;
 
 export interface Phone {
   context: BrowserContext;
@@ -83,19 +82,40 @@ export interface Phone {
 
 export async function newPhone(browser: Browser): Promise<Phone> {
   const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 1, hasTouch: true, isMobile: false });
-  await context.addInitScript(cameraScript);
+  await context.addInitScript({ content: cameraScript });
   const page = await context.newPage();
   return { context, page };
 }
 
 /** Puts a PNG (pixels captured from a screen, or rendered by the test) in front of the phone's camera. */
 export async function showToCamera(page: Page, png: Buffer): Promise<void> {
-  await page.evaluate((base64) => (window as unknown as { __showToCamera: (b: string) => Promise<void> }).__showToCamera(base64), png.toString('base64'));
+  await page.evaluate(`window.__showToCamera(${JSON.stringify(png.toString('base64'))})`);
 }
 
 /** Waits until the page's service worker controls it (its files are cached: the wallet opens offline). */
 export async function waitForServiceWorker(page: Page): Promise<void> {
-  await page.waitForFunction(() => navigator.serviceWorker?.controller != null, undefined, { timeout: 30_000 });
+  // A function, not a string: the wallet's Content-Security-Policy forbids evaluating strings.
+  await page.waitForFunction(
+    () => {
+      const worker = (globalThis as unknown as { navigator: { serviceWorker?: { controller: unknown } } }).navigator.serviceWorker;
+      return worker !== undefined && worker.controller !== null;
+    },
+    undefined,
+    { timeout: 30_000 },
+  );
+}
+
+/** A value of the wallet's IndexedDB store (`meta` or `tokens`), read in the page as it is stored. */
+export async function readStored(page: Page, store: 'meta' | 'tokens', key: string): Promise<unknown> {
+  return page.evaluate(`new Promise((resolve, reject) => {
+    const request = indexedDB.open('plc-wallet');
+    request.onerror = () => reject(request.error);
+    request.onsuccess = () => {
+      const get = request.result.transaction(${JSON.stringify(store)}).objectStore(${JSON.stringify(store)}).get(${JSON.stringify(key)});
+      get.onsuccess = () => resolve(get.result);
+      get.onerror = () => reject(get.error);
+    };
+  })`);
 }
 
 export async function createWallet(page: Page, passphrase: string): Promise<string> {

@@ -4,11 +4,11 @@ import QRCode from 'qrcode';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upsertFlag } from '../../db/feature-flags.ts';
-import { encodeTransportText, hexToBytes, plcToJson, type Plc } from '../../src/protocol/index.ts';
+import { encodeTransportText, hexToBytes, parsePlcJson, plcToJson, type Plc } from '../../src/protocol/index.ts';
 import { browserUnavailable } from '../support/browser.ts';
 import { startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, type TestWallet } from '../support/wallet.ts';
-import { createWallet, ensureWalletBuilt, launchChromium, newPhone, showToCamera, waitForServiceWorker, walletScreenshotsDir, type Phone } from './wallet-devices.ts';
+import { createWallet, ensureWalletBuilt, launchChromium, newPhone, readStored, showToCamera, waitForServiceWorker, walletScreenshotsDir, type Phone } from './wallet-devices.ts';
 
 /**
  * Wallets paying each other offline by QR code in headless Chromium, against the service and the
@@ -172,7 +172,7 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     // Forged: the issuer's signature is not the issuer's (one byte changed).
     const genuine = toC(issue(stranger, { amountMinor: 500n }), stranger);
     const signature = genuine.issuerSignature.slice();
-    signature[10] ^= 0x01;
+    signature[10] = signature[10]! ^ 0x01;
     expect(await showPlc(page, { ...genuine, issuerSignature: signature })).toContain('forged or altered');
     await shot(page, 'refused-forged');
 
@@ -182,17 +182,7 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     expect(await showPlc(page, toC(issue(blockedCheat, { amountMinor: 300n }), blockedCheat))).toContain('blocklist for spending a PLC twice');
 
     // The chain C already holds, shown again.
-    const held = await page.evaluate(async (id) => {
-      const db = await new Promise<IDBDatabase>((resolve) => {
-        const r = indexedDB.open('plc-wallet');
-        r.onsuccess = () => resolve(r.result);
-      });
-      return new Promise<unknown>((resolve) => {
-        const g = db.transaction('tokens').objectStore('tokens').get(id);
-        g.onsuccess = () => resolve((g.result as { plc: unknown }).plc);
-      });
-    }, tokenId);
-    const { parsePlcJson } = await import('../../src/protocol/index.ts');
+    const held = ((await readStored(page, 'tokens', tokenId)) as { plc: unknown }).plc;
     expect(await showPlc(page, parsePlcJson(held))).toContain('already holds exactly this payment');
     await page.getByRole('button', { name: 'Back' }).click();
   }, 120_000);

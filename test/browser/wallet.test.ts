@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { walletRoutes } from '../../api/routes/wallet.ts';
 import { bytesToHex, hexToBytes, publicKeyOf } from '../../src/protocol/index.ts';
 import { browserUnavailable } from '../support/browser.ts';
-import { createWallet, ensureWalletBuilt, launchChromium, newPhone, unlock, waitForServiceWorker, walletScreenshotsDir, type Phone } from './wallet-devices.ts';
+import { createWallet, ensureWalletBuilt, launchChromium, newPhone, readStored, unlock, waitForServiceWorker, walletScreenshotsDir, type Phone } from './wallet-devices.ts';
 
 /**
  * The browser wallet as an installable app (docs/wallet.md): served at /wallet/ with a manifest
@@ -84,17 +84,7 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: install, offline, 
     expect(publicKey).toMatch(/^[0-9a-f]{64}$/);
 
     // At rest: only the sealed vault. Opened here, outside the browser, with the documented KDF.
-    const vault = await page.evaluate(
-      () =>
-        new Promise<Record<string, unknown>>((resolve, reject) => {
-          const request = indexedDB.open('plc-wallet');
-          request.onsuccess = () => {
-            const get = request.result.transaction('meta').objectStore('meta').get('vault');
-            get.onsuccess = () => resolve(get.result as Record<string, unknown>);
-            get.onerror = () => reject(get.error);
-          };
-        }),
-    );
+    const vault = (await readStored(page, 'meta', 'vault')) as Record<string, unknown>;
     const kdf = vault.kdf as { N: number; r: number; p: number; salt: string };
     expect(kdf).toMatchObject({ N: 65536, r: 8, p: 1 });
     expect(Object.keys(vault).sort()).toEqual(['ciphertext', 'created_at', 'device_id', 'format', 'kdf', 'nonce', 'public_key']);

@@ -239,7 +239,7 @@ function Home({ me, tokens, go, reload }: { me: Unlocked; tokens: TokenRecord[];
                 {' '}
                 {short(token.token_id)} · {token.origin} · {plc.transferChain.length} hop(s)
                 {token.server_status !== null && ` · service: ${token.server_status}`}
-                {token.redeem?.status != null && ` · redemption ${token.redeem.status}`}
+                {token.redeem !== null && token.redeem.status !== null && ` · redemption ${token.redeem.status}`}
               </small>
               <div class="row">
                 {(state === 'held' || state === 'issued, not paid out') && (
@@ -689,7 +689,7 @@ function Redeem({ me, tokenId, done }: { me: Unlocked; tokenId: string; done: ()
       try {
         const r = (await getJson(`/api/v1/redemptions/${redemptionId}`, me.deviceId)) as Redemption;
         const current = await getToken(tokenId);
-        if (current?.redeem != null) await putToken({ ...current, redeem: { ...current.redeem, status: r.status, failure_reason: r.failure_reason, fee: r.fee } });
+        if (current !== undefined && current.redeem !== null) await putToken({ ...current, redeem: { ...current.redeem, status: r.status, failure_reason: r.failure_reason, fee: r.fee } });
         setLive(`${r.status}${r.failure_reason === null ? '' : `: ${r.failure_reason}`}`);
         await load();
         return r.status === 'SETTLED' || r.status === 'FAILED';
