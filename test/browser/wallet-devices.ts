@@ -134,6 +134,6 @@ export async function unlock(page: Page, passphrase: string): Promise<void> {
 export async function publicKeyOf(page: Page): Promise<string> {
   await page.getByRole('button', { name: 'Receive' }).click();
   const key = (await page.getByTestId('own-key').textContent())!.trim();
-  await page.getByRole('button', { name: 'Back' }).click();
+  await page.getByRole('button', { name: 'Back', exact: true }).click();
   return key;
 }

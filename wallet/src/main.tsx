@@ -34,6 +34,7 @@ import { signFeeConsent } from '../../src/fees/consent.ts';
 import { pixKeyType } from '../../src/settlement/pix-key.ts';
 import { checkBoletoLine } from '../../src/settlement/boleto.ts';
 import { ApiError, getJson, postJson } from './api.ts';
+import { backupKey, recoverKey } from './backup.ts';
 import { allTokens, deleteToken, getMeta, getToken, putMeta, putToken, type RedeemRecord, type TokenRecord } from './db.ts';
 import { FountainDecoder, FountainEncoder, isFountainPart } from './fountain.ts';
 import { drawQr, Scanner } from './qr.ts';
@@ -89,12 +90,20 @@ function Setup({ onReady }: { onReady: (u: Unlocked) => void }) {
   const [again, setAgain] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [recovery, setRecovery] = useState('');
+  const [restoring, setRestoring] = useState(false);
   const submit = async (event: Event) => {
     event.preventDefault();
     if (passphrase !== again) return setError('The two passphrases differ.');
     if (passphrase.length < passphraseCharsMin) return setError(`Choose a passphrase of at least ${passphraseCharsMin} characters.`);
     setBusy(true);
+    setError(null);
     try {
+      if (restoring) {
+        const content = await recoverKey(recovery);
+        onReady(await createVault(passphrase, Date.now(), { secretKey: content.walletSecretKey, deviceId: content.deviceId }));
+        return;
+      }
       onReady(await createVault(passphrase, Date.now()));
     } catch (e) {
       setError(errorText(e));
@@ -106,6 +115,15 @@ function Setup({ onReady }: { onReady: (u: Unlocked) => void }) {
     <form class="card" onSubmit={submit}>
       <h1>New wallet</h1>
       <p>A key is made on this device and kept encrypted under your passphrase. Nobody, the service included, can recover it without the passphrase.</p>
+      <label class="inline">
+        <input type="checkbox" checked={restoring} onChange={(e) => setRestoring(e.currentTarget.checked)} /> Restore a backed-up key instead
+      </label>
+      {restoring && (
+        <label>
+          Recovery passphrase
+          <input autocomplete="off" value={recovery} onInput={(e) => setRecovery(e.currentTarget.value)} />
+        </label>
+      )}
       <label>
         Passphrase
         <input type="password" autocomplete="new-password" value={passphrase} onInput={(e) => setPassphrase(e.currentTarget.value)} />
@@ -116,7 +134,7 @@ function Setup({ onReady }: { onReady: (u: Unlocked) => void }) {
       </label>
       <Alert message={error} />
       <button type="submit" disabled={busy}>
-        {busy ? 'Making the key…' : 'Create wallet'}
+        {busy ? 'Making the key…' : restoring ? 'Restore wallet' : 'Create wallet'}
       </button>
     </form>
   );
@@ -728,11 +746,14 @@ function Redeem({ me, tokenId, done }: { me: Unlocked; tokenId: string; done: ()
   };
 
   const redeem = async () => {
-    if (token === null || quote === null) return;
+    if (token === null) return;
+    // A retry after a lost answer re-sends the same signed body under the same key: the service answers with the redemption it opened.
+    const previous = token.redeem !== null && token.redeem.outcome === 'unknown' ? token.redeem : null;
+    if (previous === null && quote === null) return;
     setBusy(true);
     setError(null);
     try {
-      if (quote.consent_required) {
+      if (previous === null && quote !== null && quote.consent_required) {
         if (!consent) throw new Error('Tick the box to accept the fee first.');
         const signed = signFeeConsent({ deviceId: me.deviceId, scheduleVersion: quote.schedule_version, operationTimestampMs: Date.now() }, me.keyPair.secretKey);
         await postJson('/api/v1/fees/consent', me.deviceId, {
@@ -745,8 +766,6 @@ function Redeem({ me, tokenId, done }: { me: Unlocked; tokenId: string; done: ()
       }
       const plc = parsePlcJson(token.plc);
       const dest = rail === 'boleto' ? destination.trim().replace(/[\s.]/g, '') : destination.trim();
-      // A retry after a lost answer re-sends the same signed body under the same key: the service answers with the redemption it opened.
-      const previous = token.redeem !== null && token.redeem.outcome === 'unknown' ? token.redeem : null;
       const timestampMs = previous?.timestamp_ms ?? Date.now();
       const authorization = signRedeem({ tokenId: plc.commitment.tokenId, headHash: chainHeadHash(plc), settlementRail: previous?.rail ?? rail, destination: previous?.destination ?? dest, timestampMs }, me.keyPair.secretKey);
       const record: RedeemRecord = {
@@ -757,7 +776,7 @@ function Redeem({ me, tokenId, done }: { me: Unlocked; tokenId: string; done: ()
         destination: previous?.destination ?? dest,
         timestamp_ms: timestampMs,
         idempotency_key: previous?.idempotency_key ?? `redeem-${plc.commitment.tokenId}-${timestampMs}`,
-        fee: quote.fee,
+        fee: previous?.fee ?? quote?.fee ?? null,
         outcome: 'unknown',
         code: null,
       };
@@ -854,6 +873,19 @@ function Settings({ me, done }: { me: Unlocked; done: () => void }) {
   useEffect(() => {
     void getMeta<KeptBlocklist>('blocklist').then((k) => setKept(k ?? null));
   }, []);
+  const [backup, setBackup] = useState<{ passphrase: string; backedUpAt: string } | null>(null);
+  const [backingUp, setBackingUp] = useState(false);
+  const makeBackup = async () => {
+    setError(null);
+    setBackingUp(true);
+    try {
+      setBackup(await backupKey(me));
+    } catch (e) {
+      setError(`Not backed up: ${errorText(e)}`);
+    } finally {
+      setBackingUp(false);
+    }
+  };
   const refresh = async () => {
     setError(null);
     try {
@@ -880,6 +912,20 @@ function Settings({ me, done }: { me: Unlocked; done: () => void }) {
       <p>
         Key sealed with scrypt (N = 2^{Math.log2(kdfParams.N)}, r = {kdfParams.r}, p = {kdfParams.p}) and XChaCha20-Poly1305.
       </p>
+      <h2>Key backup</h2>
+      {backup === null ? (
+        <button type="button" disabled={backingUp} onClick={() => void makeBackup()}>
+          {backingUp ? 'Backing up…' : 'Back up key'}
+        </button>
+      ) : (
+        <div data-testid="backup">
+          <p>Backed up at {backup.backedUpAt}. Write this recovery passphrase down and keep it apart from this phone; it is not shown again:</p>
+          <p class="mono" data-testid="recovery-passphrase">
+            {backup.passphrase}
+          </p>
+        </div>
+      )}
+      <h2>Blocklist</h2>
       <p data-testid="blocklist">{kept === null ? 'No blocklist kept yet.' : `Blocklist version ${kept.json.version}, fetched ${new Date(kept.fetched_at).toISOString()}.`}</p>
       <button type="button" onClick={() => void refresh()}>
         Refresh blocklist

@@ -77,12 +77,12 @@ export async function openVault(vault: VaultRecord, passphrase: string): Promise
   return { keyPair: { secretKey, publicKey }, publicKeyHex: vault.public_key, deviceId: vault.device_id };
 }
 
-/** Makes a new key on this device and keeps it sealed under the passphrase. */
-export async function createVault(passphrase: string, nowMs: number, secretKey?: Uint8Array): Promise<Unlocked> {
+/** Makes a new key on this device (or takes the one a backup restored) and keeps it sealed under the passphrase. */
+export async function createVault(passphrase: string, nowMs: number, restored?: { secretKey: Uint8Array; deviceId: string }): Promise<Unlocked> {
   if (passphrase.length < passphraseCharsMin) throw new Error(`Choose a passphrase of at least ${passphraseCharsMin} characters.`);
-  const keyPair = secretKey === undefined ? generateKeyPair() : { secretKey, publicKey: publicKeyOf(secretKey) };
+  const keyPair = restored === undefined ? generateKeyPair() : { secretKey: restored.secretKey, publicKey: publicKeyOf(restored.secretKey) };
   const publicKeyHex = bytesToHex(keyPair.publicKey);
-  const deviceId = `wallet-${bytesToHex(randomBytes(8))}`;
+  const deviceId = restored?.deviceId ?? `wallet-${bytesToHex(randomBytes(8))}`;
   await putMeta('vault', await seal(keyPair.secretKey, publicKeyHex, deviceId, passphrase, nowMs));
   return { keyPair, publicKeyHex, deviceId };
 }
