@@ -64,14 +64,15 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
   /** The receiver's key QR, captured as pixels, to the sender's camera; the sender signs and shows the PLC's code. */
   const payByQr = async (sender: Page, receiver: Page, tokenId: string) => {
     await receiver.getByRole('button', { name: 'Receive' }).click();
-    const keyCode = await receiver.getByTestId('receive-qr').screenshot();
+    const keyCode = await receiver.locator('[data-testid=receive-qr][data-version]').screenshot();
     // What the camera sees is in front of it before the scanner opens (as a phone is held up to a code).
     await showToCamera(sender, keyCode);
     await sender.locator(`[data-token="${tokenId}"]`).getByRole('button', { name: 'Pay' }).click();
     await sender.getByTestId('camera').waitFor();
     await sender.getByTestId('pay-confirm').waitFor({ timeout: 20_000 });
     await sender.getByRole('button', { name: 'Sign and show code' }).click();
-    await sender.getByTestId('plc-qr').waitFor();
+    // Drawn: a static code has its version, an animated one its first frame.
+    await sender.locator('[data-testid=plc-qr][data-version], [data-testid=plc-qr][data-frame]').waitFor();
   };
 
   /** The code the sender's page draws, captured as pixels, to the receiver's camera; answers what the receiver says. */

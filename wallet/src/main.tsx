@@ -406,7 +406,10 @@ function PlcCode({ plc }: { plc: Plc }) {
     const target = canvas.current;
     if (target === null) return;
     if (text !== null) {
-      void drawQr(target, text).then((version) => setInfo(`One QR code (version ${version}, ${text.length} characters).`));
+      void drawQr(target, text).then((version) => {
+        target.dataset.version = String(version);
+        setInfo(`One QR code (version ${version}, ${text.length} characters).`);
+      });
       return;
     }
     const encoder = new FountainEncoder(encodeTransport(plc));
@@ -472,7 +475,8 @@ function Receive({ me, reload, done }: { me: Unlocked; reload: () => Promise<voi
   const busy = useRef(false);
   const seen = useRef(new Set<string>());
   useEffect(() => {
-    if (canvas.current !== null) void drawQr(canvas.current, me.publicKeyHex.toUpperCase());
+    const target = canvas.current;
+    if (target !== null) void drawQr(target, me.publicKeyHex.toUpperCase()).then((version) => (target.dataset.version = String(version)));
   }, []);
 
   const accept = async (payload: string | Uint8Array) => {
