@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upsertFlag } from '../../db/feature-flags.ts';
 import { encodeTransportText, hexToBytes, parsePlcJson, plcToJson, type Plc } from '../../src/protocol/index.ts';
 import { browserUnavailable } from '../support/browser.ts';
-import { startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
+import { bankSlipLine, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, type TestWallet } from '../support/wallet.ts';
 import { createWallet, ensureWalletBuilt, launchChromium, newPhone, readStored, showToCamera, waitForServiceWorker, walletScreenshotsDir, type Phone } from './wallet-devices.ts';
 
@@ -311,6 +311,45 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     await page.getByRole('button', { name: 'Back', exact: true }).click();
     expect(await page.locator(`[data-token="${tokenId}"] [data-testid=state]`).textContent()).toBe('redeemed');
   }, 150_000);
+
+  it('redeems to a Boleto: the fee quote, the consent the schedule asks for, then SETTLED', async () => {
+    await a.context.setOffline(false);
+    await home(a.page);
+    await a.page.getByRole('button', { name: 'Issue' }).click();
+    await a.page.getByLabel('Amount (BRL)').fill('20.00');
+    await a.page.getByRole('button', { name: 'Review' }).click();
+    await a.page.getByRole('button', { name: 'Confirm and issue' }).click();
+    await expect.poll(() => a.page.locator('.notice').textContent(), { timeout: 20_000 }).toContain('registered with the service');
+    await a.page.getByRole('button', { name: 'Back', exact: true }).click();
+    const second = (await a.page.locator('[data-token]').first().getAttribute('data-token'))!;
+    expect(second).not.toBe(tokenId);
+    const page = c.page;
+    await payByQr(a.page, page, second);
+    expect(await receiveByQr(a.page, page)).toContain('Received 20.00 BRL');
+    await page.getByRole('button', { name: 'Back', exact: true }).click();
+
+    await page.locator(`[data-token="${second}"]`).getByRole('button', { name: 'Redeem' }).click();
+    await page.getByLabel('Boleto', { exact: true }).check();
+    await page.getByLabel('Boleto line').fill('12345');
+    await page.getByRole('button', { name: 'Get fee quote' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('boleto line is not valid');
+    await page.getByLabel('Boleto line').fill(bankSlipLine(0n));
+    await page.getByRole('button', { name: 'Get fee quote' }).click();
+    const quote = page.getByTestId('redeem-quote');
+    await quote.waitFor({ timeout: 15_000 });
+    const fee = /Fee (\d+\.\d\d) BRL/.exec((await quote.textContent())!)![1]!;
+    expect(Number(fee)).toBeGreaterThan(0);
+    // A fee needs the bearer's consent: refused until the box is ticked, then signed and sent.
+    await page.getByRole('button', { name: 'Redeem now' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('accept the fee');
+    expect((await h.t.db.pool.query('SELECT count(*)::int AS n FROM redemptions WHERE token_id = $1', [second])).rows[0].n).toBe(0);
+    await quote.getByRole('checkbox').check();
+    await page.getByRole('button', { name: 'Redeem now' }).click();
+    await expect.poll(() => page.getByTestId('redemption-status').textContent(), { timeout: 90_000 }).toContain('SETTLED');
+    const row = await h.t.db.pool.query('SELECT fee_minor FROM redemptions WHERE token_id = $1', [second]);
+    expect(String(row.rows[0].fee_minor)).toBe(String(Math.round(Number(fee) * 100)));
+    await page.getByRole('button', { name: 'Back', exact: true }).click();
+  }, 180_000);
 
   it('backs a key up through the service and restores it on a new phone; a wrong recovery passphrase is refused', async () => {
     const page = b.page;
