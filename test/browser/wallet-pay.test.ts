@@ -262,7 +262,7 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     // At a steady rate with a quarter of the frames lost, the receiver needs `fed` frames read: fed / (1 - drop) shown.
     const shownSeconds = fed / (1 - dropShare) / fps;
     console.log(
-      `animated QR: 32-record chain in ${fragments} fragments; the receiver completed after reading ${fed} frames (shuffled, every fourth dropped), ` +
+      `animated QR: 32-record chain in ${fragments} fragments; the receiver completed after ${fed} frames put before its camera (shuffled, every fourth dropped; one not read within 2 s counts as missed), ` +
         `that is ${(fed / (1 - dropShare)).toFixed(1)} frames shown, ${shownSeconds.toFixed(1)} s at ${fps} frames a second; decoding in the test took ${elapsedMs} ms`,
     );
     expect(fed).toBeGreaterThanOrEqual(fragments);
