@@ -20,6 +20,7 @@ import { adminDashboardRoutes } from './routes/admin-dashboards.ts';
 import { adminEventRoutes, walletEventRoutes } from './routes/events.ts';
 import { adminRedemptionRoutes } from './routes/admin-redemptions.ts';
 import { consoleRoutes } from './routes/console.ts';
+import { walletRoutes } from './routes/wallet.ts';
 import { adminLedgerRoutes } from './routes/admin-ledger.ts';
 import { adminPlcRoutes } from './routes/admin-plc.ts';
 import { adminBlocklistRoutes, blocklistRoutes } from './routes/blocklist.ts';
@@ -184,6 +185,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(posRoutes, { prefix: '/api/v1/pos' });
   await app.register(feeRoutes, { prefix: '/api/v1/fees' });
   await app.register(consoleRoutes, {});
+  await app.register(walletRoutes, {});
 
   return app;
 }
