@@ -4,6 +4,8 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import type { Logger } from 'pino';
 import { advisoryLeadership } from '../db/advisory-leader.ts';
 import { createPgRateLimitStore } from '../db/rate-limit-store.ts';
+import { setReputationSettings } from '../db/reputation.ts';
+import { reputationSettingsOf } from '../src/reputation/rules.ts';
 import { DomainError } from '../src/errors.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { busyMeter, eventLoopUtilizationMeter, plcStatusDispatcherLockKey, startPlcStatusDispatcher, type PlcStatusDispatcher } from './plc-status-dispatcher.ts';
@@ -129,6 +131,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   });
   app.addHook('onClose', async () => {
     await dispatcher?.stop();
+  });
+  // The reputation model's settings live where its SQL rules read them (docs/limits-and-fees.md).
+  app.addHook('onReady', async () => {
+    await setReputationSettings(options.deps.pool, reputationSettingsOf(options.deps.config));
   });
   await app.register(requestIdPlugin);
   await app.register(errorsPlugin);

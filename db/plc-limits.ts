@@ -33,11 +33,13 @@ export async function readLimitFacts(db: Queryable, ownerId: string, deviceId: s
   const row = await one(db, limitFactsRow, {
     name: 'plc-limit-facts',
     prepare: true,
-    text: `SELECT s.tier, s.score, s.settled_volume_minor,
+    // The tier the owner holds now: the decay due applied and the tier's gates met (reputation_current).
+    text: `SELECT c.tier, c.score, s.settled_volume_minor,
                   o.max_amount_minor AS override_max_amount_minor, o.daily_limit_minor AS override_daily_limit_minor,
                   o.ends_at AS override_ends_at, o.request_id AS override_request_id
              FROM (SELECT 1) AS one
              LEFT JOIN reputation_scores s ON s.owner_id = $1
+             LEFT JOIN LATERAL reputation_current($1) c ON true
              LEFT JOIN plc_limit_overrides o ON o.owner_id = $1 AND o.device_id = $2 AND o.ends_at > now()`,
     values: [ownerId, deviceId],
   });
