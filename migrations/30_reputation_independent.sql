@@ -194,10 +194,12 @@ BEGIN
   IF p_kind = 'REDEMPTION_SETTLED' THEN
     v_independent := p_counterparty IS NOT NULL AND coalesce(p_amount_minor, 0) >= v_set.dust_minor
                      AND NOT reputation_linked(p_owner, p_counterparty);
+    -- Once per payer and window, a payer's other keys included (two keys of one owner count once).
     v_eligible := v_independent AND NOT EXISTS (
       SELECT 1 FROM reputation_events e
        WHERE e.owner_id = p_owner AND e.kind = 'REDEMPTION_SETTLED' AND e.delta > 0
-         AND e.created_at > now() - v_window AND e.counterparty = p_counterparty);
+         AND e.created_at > now() - v_window
+         AND (e.counterparty = p_counterparty OR reputation_linked(e.counterparty, p_counterparty)));
     SELECT coalesce(sum(e.delta), 0)::integer INTO v_gained FROM reputation_events e
      WHERE e.owner_id = p_owner AND e.kind = 'REDEMPTION_SETTLED' AND e.delta > 0 AND e.created_at > now() - v_window;
     v_limit := greatest(0, v_set.gain_per_window_max - v_gained);

@@ -86,7 +86,7 @@ export function ruleDelta(kind: ReputationEventKind, facts: EventFacts = {}, sco
     }
     case 'INACTIVITY_DECAY':
       // Down by the decay step, never below the start: decay takes back what was earned, no more.
-      return -Math.min(Math.max(0, facts.pointsLimit ?? 0), Math.max(0, score - scoreStart));
+      return 0 - Math.min(Math.max(0, facts.pointsLimit ?? 0), Math.max(0, score - scoreStart));
     case 'FORK_PROVEN':
     case 'KEY_BLOCKED':
       return 0;
