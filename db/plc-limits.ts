@@ -131,7 +131,8 @@ export interface NewLimitRequest {
 
 /**
  * Stores a PENDING request. The same request id again answers the stored row (a retry); a second
- * open request of the device is refused with the open one's id.
+ * open request of the same device and owner is refused with the open one's id (another owner's
+ * open request on the same device does not count: migration 31).
  */
 export async function insertLimitRequest(db: Queryable, input: NewLimitRequest): Promise<LimitRequestRow> {
   try {
@@ -164,11 +165,12 @@ export async function insertLimitRequest(db: Queryable, input: NewLimitRequest):
     if (!isUniqueViolation(error, 'plc_limit_requests_one_open')) throw error;
     const open = await maybeOne(db, z.object({ request_id: z.string().uuid() }), {
       name: 'plc-limit-request-open',
-      text: `SELECT request_id FROM plc_limit_requests WHERE device_id = $1 AND status = 'PENDING'`,
-      values: [input.deviceId],
+      text: `SELECT request_id FROM plc_limit_requests WHERE device_id = $1 AND owner_id = $2 AND status = 'PENDING'`,
+      values: [input.deviceId, input.ownerId],
     });
-    throw new DomainError('LIMIT_REQUEST_ALREADY_OPEN', 'this device already has an open increase request', {
+    throw new DomainError('LIMIT_REQUEST_ALREADY_OPEN', 'this owner already has an open increase request for this device', {
       device_id: input.deviceId,
+      owner_id: input.ownerId,
       open_request_id: open?.request_id ?? null,
     });
   }
