@@ -15,6 +15,7 @@ import { answerClientError, answerFrameworkError, errorsPlugin } from './plugins
 import { documentedResponsesPlugin } from './plugins/documented-responses.ts';
 import { idempotencyPlugin } from './plugins/idempotency.ts';
 import { storableTextPlugin } from './plugins/storable-text.ts';
+import { subjectRateLimitPlugin } from './plugins/subject-rate-limit.ts';
 import { jsonBodyPlugin } from './plugins/json-body.ts';
 import { openapiPlugin } from './plugins/openapi.ts';
 import { requestIdFrom, requestIdPlugin } from './plugins/request-id.ts';
@@ -153,6 +154,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         retry_after_s: Math.ceil(context.ttl / 1000),
       }),
   });
+  // The device routes' other dimensions: the address whatever the device, the verified signing key.
+  await app.register(subjectRateLimitPlugin, { addressFactor: options.deps.config.RATE_LIMIT_ADDRESS_FACTOR });
   await app.register(authPlugin, {
     secret: requireJwtSecret(options.deps),
     ttlSeconds: options.deps.config.JWT_TTL_SECONDS,

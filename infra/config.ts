@@ -160,6 +160,12 @@ export const configSchema = z
     IDEMPOTENCY_WINDOW_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
     RATE_LIMIT_PLC_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
     RATE_LIMIT_TRANSFER_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),
+    /**
+     * A device route's limit per client address, whatever X-Device-ID it sends: this many times
+     * the route's per-device limit (1: rotating X-Device-ID gains nothing). Raise it where many
+     * devices share one address (a carrier NAT); each device still gets the route's limit.
+     */
+    RATE_LIMIT_ADDRESS_FACTOR: z.coerce.number().int().min(1).max(10_000).default(1),
     RATE_LIMIT_REDEEM_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(20),
     /**
      * Business customers (docs/b2b.md): the freshness window of a signed request's timestamp

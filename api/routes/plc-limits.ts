@@ -157,6 +157,25 @@ async function deviceLimitsView(pool: Pool, ceilings: Ceilings, deviceId: string
   };
 }
 
+/** The owner named by an increase request whose signature verifies under its key; undefined otherwise. */
+function verifiedRequester(body: unknown): string | undefined {
+  const parsed = limitIncreaseBody.safeParse(body);
+  if (!parsed.success || parsed.data.owner_id === undefined) return undefined;
+  try {
+    const signed = {
+      ownerPublicKey: hexToBytes(parsed.data.owner_id, 32),
+      requestedMaxAmountMinor: parseLimitAmount(parsed.data.requested_max_amount, 'requested_max_amount'),
+      requestedDailyLimitMinor: parseLimitAmount(parsed.data.requested_daily_limit, 'requested_daily_limit'),
+      operationTimestampMs: parsed.data.operation_timestamp,
+      deviceId: parsed.data.device_id,
+      signature: hexToBytes(parsed.data.device_signature, 64),
+    };
+    return verifyLimitIncrease(signed) ? parsed.data.owner_id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Runs `open`; when it refuses with a domain error, the authorisation it was claimed for is released. */
 async function releaseWhenRefused<T>(pool: Pool, authorizationHash: string, requestId: string, open: () => Promise<T>): Promise<T> {
   try {
@@ -200,6 +219,8 @@ export async function plcLimitRoutes(app: FastifyInstance): Promise<void> {
   const { pool, temporal, config } = app.deps;
   const ceilings = ceilingsOf(config);
   const rateLimit = deviceRateLimit('plc-limits', config.RATE_LIMIT_PLC_PER_MINUTE);
+  // The increase request's signing-key dimension: the owner it names, once its signature verifies.
+  const increaseRateLimit = deviceRateLimit('plc-limits', config.RATE_LIMIT_PLC_PER_MINUTE, (request) => verifiedRequester(request.body));
 
   routes.get(
     '/plc/limits/:device_id',
@@ -232,7 +253,7 @@ export async function plcLimitRoutes(app: FastifyInstance): Promise<void> {
         requestExample: { body: exampleLimitIncrease },
         response: { 200: limitRequestResponse, 404: errorResponse, 409: errorResponse, 429: errorResponse, ...standardErrors },
       },
-      config: { ...rateLimit, idempotency: { scope: 'plc-limit-increase' } },
+      config: { ...increaseRateLimit, idempotency: { scope: 'plc-limit-increase' } },
     },
     async (request) => {
       const body = request.body;

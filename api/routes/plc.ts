@@ -56,8 +56,22 @@ function deviceOf(request: FastifyRequest): string {
   return deviceIdOf(request) ?? '-';
 }
 
-/** Rate limits keyed by client address and device id, counted in PostgreSQL (all replicas). */
+/** Rate limits keyed by client address and device id, by address alone, and by the verified signing key (api/device-id.ts). */
 const rateLimit = deviceRateLimit;
+
+/**
+ * The issuer of a PLC being created, when its signature verifies (the rate limit's signing-key
+ * dimension: a key counts only once proven, so naming someone else's key spends nothing of theirs).
+ */
+function verifiedIssuer(json: PlcJson | undefined, clockToleranceMs: number): string | undefined {
+  if (json === undefined) return undefined;
+  try {
+    const plc = plcFromJson(json);
+    return verifyOrRefuse(plc, clockToleranceMs, 'plc').ok ? bytesToHex(plc.commitment.issuerPublicKey) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export function parsePlc(json: PlcJson | undefined, transport: string | undefined): Plc {
   try {
@@ -176,7 +190,10 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         body: createPlcRequest,
         requestExample: { body: { plc: examplePlcIssued } },
       },
-      config: { ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE), idempotency: { scope: 'plc-create' } },
+      config: {
+        ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE, (request) => verifiedIssuer((request.body as { plc?: PlcJson } | undefined)?.plc, toleranceMs)),
+        idempotency: { scope: 'plc-create' },
+      },
     },
     async (request) => createPlc(request, request.body.plc, 'plc'),
   );
@@ -192,7 +209,10 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         body: createPlcRequest.shape.plc,
         requestExample: { body: examplePlcIssued },
       },
-      config: { ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE), idempotency: { scope: 'plc-create' } },
+      config: {
+        ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE, (request) => verifiedIssuer(request.body as PlcJson | undefined, toleranceMs)),
+        idempotency: { scope: 'plc-create' },
+      },
     },
     async (request) => createPlc(request, request.body, ''),
   );
