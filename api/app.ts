@@ -83,6 +83,19 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
     trustProxy: false,
+    // Slow clients (docs/security.md, "Slow requests"): the whole request, headers and body, must
+    // arrive within HTTP_REQUEST_TIMEOUT_MS and its headers within HTTP_HEADERS_TIMEOUT_MS (Node
+    // checks every HTTP_CONNECTIONS_CHECK_INTERVAL_MS and answers 408), a silent connection is
+    // closed after HTTP_CONNECTION_IDLE_TIMEOUT_MS, and a request is answered 503 once it has
+    // taken HTTP_HANDLER_TIMEOUT_MS (an event stream hijacks its reply and is not bound by it).
+    requestTimeout: options.deps.config.HTTP_REQUEST_TIMEOUT_MS,
+    connectionTimeout: options.deps.config.HTTP_CONNECTION_IDLE_TIMEOUT_MS,
+    handlerTimeout: options.deps.config.HTTP_HANDLER_TIMEOUT_MS,
+    http: {
+      headersTimeout: options.deps.config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeout: options.deps.config.HTTP_REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: options.deps.config.HTTP_CONNECTIONS_CHECK_INTERVAL_MS,
+    },
   };
   const app: FastifyInstance =
     options.logger === false

@@ -376,6 +376,9 @@ export const configSchema = z
     if (config.APP_ENV === 'production' && config.PLC_EXPIRY_OVERRIDE_MS !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['PLC_EXPIRY_OVERRIDE_MS'], message: 'is for testing only and refused when APP_ENV=production' });
     }
+    if (config.REALTIME_HEARTBEAT_MS >= config.HTTP_CONNECTION_IDLE_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['REALTIME_HEARTBEAT_MS'], message: 'must stay below HTTP_CONNECTION_IDLE_TIMEOUT_MS, or idle event streams are closed between heartbeats' });
+    }
     if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
       ctx.addIssue({ code: 'custom', path: ['HTTP_HEADERS_TIMEOUT_MS'], message: 'must not exceed HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)' });
     }
