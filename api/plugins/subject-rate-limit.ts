@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, preHandlerHookHandler, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { DomainError } from '../../src/errors.ts';
 
@@ -27,6 +27,12 @@ export interface SubjectRateLimit {
 
 const windowMs = 60_000;
 
+/** A route's hooks of one kind, with `hook` last. */
+function withHook<H>(existing: H | readonly H[] | undefined, hook: H): H[] {
+  if (existing === undefined) return [hook];
+  return Array.isArray(existing) ? [...(existing as readonly H[]), hook] : [existing as H, hook];
+}
+
 function subjectOf(route: RouteOptions): SubjectRateLimit | undefined {
   return (route.config as { subjectRateLimit?: SubjectRateLimit } | undefined)?.subjectRateLimit;
 }
@@ -43,21 +49,22 @@ export const subjectRateLimitPlugin = fp<{ addressFactor: number }>(
         return signers.get(request);
       };
       const byKey = app.createRateLimit({ max: subject.max, timeWindow: windowMs, keyGenerator: (request) => `key:${signerOf(request) ?? ''}` });
-      const check = async (request: FastifyRequest, reply: FastifyReply) => {
-        const results = [await byAddress(request)];
-        if (signerOf(request) !== undefined) results.push(await byKey(request));
-        for (const result of results) {
-          if (!result.isAllowed && result.isExceeded) {
-            void reply.header('x-ratelimit-limit', result.max).header('x-ratelimit-remaining', 0).header('retry-after', result.ttlInSeconds);
-            throw new DomainError('RATE_LIMITED', `rate limit of ${result.max} requests exceeded; retry in ${result.ttlInSeconds} s`, {
-              retry_after_s: result.ttlInSeconds,
-              dimension: result.key.startsWith('key:') ? 'signing_key' : 'address',
-            });
-          }
-        }
+      const refuse = (reply: FastifyReply, result: Awaited<ReturnType<typeof byAddress>>) => {
+        if (result.isAllowed || !result.isExceeded) return;
+        void reply.header('x-ratelimit-limit', result.max).header('x-ratelimit-remaining', 0).header('retry-after', result.ttlInSeconds);
+        throw new DomainError('RATE_LIMITED', `rate limit of ${result.max} requests exceeded; retry in ${result.ttlInSeconds} s`, {
+          retry_after_s: result.ttlInSeconds,
+          dimension: result.key.startsWith('key:') ? 'signing_key' : 'address',
+        });
       };
-      const existing = route.preHandler;
-      route.preHandler = existing === undefined ? [check] : Array.isArray(existing) ? [...existing, check] : [existing, check];
+      // The address in onRequest, with the device's own limit (so a request refused by its schema
+      // counts too); the key once the body is parsed and its signature can be checked.
+      const checkAddress = async (request: FastifyRequest, reply: FastifyReply) => refuse(reply, await byAddress(request));
+      const checkKey = async (request: FastifyRequest, reply: FastifyReply) => {
+        if (signerOf(request) !== undefined) refuse(reply, await byKey(request));
+      };
+      route.onRequest = withHook<onRequestHookHandler>(route.onRequest, checkAddress);
+      if (subject.signer !== undefined) route.preHandler = withHook<preHandlerHookHandler>(route.preHandler, checkKey);
     });
   },
   { name: 'subject-rate-limit', dependencies: ['@fastify/rate-limit'] },
