@@ -147,8 +147,23 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await dispatcher?.stop();
   });
   // The reputation model's settings live where its SQL rules read them (docs/limits-and-fees.md).
+  // Best effort and bounded: a database that is down must not keep the API from starting (its
+  // readiness says so); the table then keeps what it had, the migration's production defaults at first.
   app.addHook('onReady', async () => {
-    await setReputationSettings(options.deps.pool, reputationSettingsOf(options.deps.config));
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), options.deps.config.DATABASE_CONNECT_TIMEOUT_MS);
+    });
+    const write = setReputationSettings(options.deps.pool, reputationSettingsOf(options.deps.config)).then(
+      () => 'written' as const,
+      (error: unknown) => {
+        app.log.warn({ err: error }, 'reputation settings not written at start');
+        return 'failed' as const;
+      },
+    );
+    const outcome = await Promise.race([write, bound]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') app.log.warn('reputation settings not written at start: the database did not answer in time');
   });
   await app.register(requestIdPlugin);
   await app.register(errorsPlugin);
