@@ -286,6 +286,21 @@ describe('increase requests and their review', () => {
   });
 });
 
+describe('reputation settings', () => {
+  it('the API writes REPUTATION_* into reputation_settings at start, where the SQL rules read them', async () => {
+    const configured = await createTestApp({ REPUTATION_DUST_MINOR: '500', REPUTATION_GAIN_WINDOW_SECONDS: '60', REPUTATION_TRUSTED_MIN_AGE_SECONDS: '2', REPUTATION_PREMIUM_MIN_COUNTERPARTIES: '7' });
+    try {
+      await configured.app.ready();
+      const { rows } = await configured.db.pool.query(
+        'SELECT dust_minor::text, gain_window_ms::text, gain_per_window_max, trusted_age_min_ms::text, premium_counterparties_min FROM reputation_settings',
+      );
+      expect(rows).toEqual([{ dust_minor: '500', gain_window_ms: '60000', gain_per_window_max: 50, trusted_age_min_ms: '2000', premium_counterparties_min: 7 }]);
+    } finally {
+      await configured.close();
+    }
+  });
+});
+
 describe('reputation routes', () => {
   it('stats, list, detail and history of owners moved by real events (creates, a settled and a failed redemption)', async () => {
     const [issuer, bearer, first] = [newWallet(), newWallet(), newWallet()];
