@@ -61,6 +61,8 @@ CREATE INDEX redemptions_by_issuer ON redemptions (issuer_owner_id);
 CREATE INDEX plc_transfers_by_sender ON plc_transfers (sender_pubkey);
 CREATE INDEX plc_transfers_by_recipient ON plc_transfers (recipient_pubkey);
 CREATE INDEX pin_records_by_email ON pin_records (lower(recovery_email)) WHERE recovery_email IS NOT NULL;
+CREATE INDEX redemptions_by_device ON redemptions (device_id, bearer_owner_id);
+CREATE INDEX key_operation_authorizations_by_key ON key_operation_authorizations (public_key, device_id);
 
 -- The devices a key was used from: the PLCs it issued, the redemptions it asked for, its key
 -- backups and recoveries. (A transfer's device is whoever registered it, often the recipient:
@@ -86,7 +88,12 @@ $$;
 -- has only ever paid each other.
 CREATE FUNCTION reputation_linked(p_a text, p_b text) RETURNS boolean LANGUAGE sql STABLE AS $$
   SELECT p_a = p_b
-    OR EXISTS (SELECT 1 FROM reputation_devices(p_a) x WHERE x.device_id IN (SELECT y.device_id FROM reputation_devices(p_b) y))
+    -- p_b's devices (in every call, a payer: the smaller side), each probed for p_a by index.
+    OR EXISTS (SELECT 1 FROM reputation_devices(p_b) y
+                WHERE EXISTS (SELECT 1 FROM plcs p WHERE p.device_id = y.device_id AND p.issuer_owner_id = p_a)
+                   OR EXISTS (SELECT 1 FROM redemptions r WHERE r.device_id = y.device_id AND r.bearer_owner_id = p_a)
+                   OR EXISTS (SELECT 1 FROM key_backups k WHERE k.public_key = p_a AND k.device_id = y.device_id)
+                   OR EXISTS (SELECT 1 FROM key_operation_authorizations o WHERE o.public_key = p_a AND o.device_id = y.device_id))
     OR EXISTS (SELECT 1 FROM pin_records x JOIN pin_records y ON lower(x.recovery_email) = lower(y.recovery_email)
                 WHERE x.owner_id = p_a AND y.owner_id = p_b)
     OR EXISTS (SELECT 1 FROM key_backups x JOIN key_backups y ON x.encrypted_seed = y.encrypted_seed
