@@ -197,9 +197,12 @@ describe('increase requests and their review', () => {
     expect(own.json()).toMatchObject({ owner_id: owner.pubkey, status: 'PENDING' });
     const { rows } = await t.db.pool.query<{ owner_id: string }>(`SELECT owner_id FROM plc_limit_requests WHERE device_id = $1 AND status = 'PENDING' ORDER BY owner_id`, [deviceId]);
     expect(rows.map((row) => row.owner_id)).toEqual([owner.pubkey, other.pubkey].sort());
-    // Only the owner's own open request stands in its way.
-    const again = await requestIncrease(owner, { ...fields, owner_id: owner.pubkey, reason: 'again' });
-    expect(again.json()).toMatchObject({ code: 'LIMIT_REQUEST_ALREADY_OPEN', details: { open_request_id: own.json().request_id, owner_id: owner.pubkey } });
+    // Only the owner's own open request stands in its way; a refused request gives its signature back.
+    const againBody = limitIncreaseBody(owner, { ...fields, owner_id: owner.pubkey, reason: 'again' });
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const again = await postIncrease(againBody);
+      expect(again.json()).toMatchObject({ code: 'LIMIT_REQUEST_ALREADY_OPEN', details: { open_request_id: own.json().request_id, owner_id: owner.pubkey } });
+    }
   });
 
   it('opens one PENDING request per device and owner, findable by device and owner; an approval sets the override, used by create; a second decision is 409', async () => {
