@@ -20,6 +20,7 @@ import {
   plcJsonSchema,
   verifyCancel,
   withSignatureVerifier,
+  type CancelAuthorizationJson,
   type Plc,
   type PlcJson,
 } from '../../src/protocol/index.ts';
@@ -68,6 +69,23 @@ function verifiedIssuer(json: PlcJson | undefined, clockToleranceMs: number): st
   try {
     const plc = plcFromJson(json);
     return verifyOrRefuse(plc, clockToleranceMs, 'plc').ok ? bytesToHex(plc.commitment.issuerPublicKey) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The issuer signing a cancel, when its signature verifies (the cancel's signing-key rate limit). */
+function verifiedCanceller(json: CancelAuthorizationJson | undefined): string | undefined {
+  if (json === undefined) return undefined;
+  try {
+    const authorization = {
+      tokenId: json.token_id,
+      commitmentHash: hexToBytes(json.commitment_hash, 32),
+      timestampMs: json.timestamp_ms,
+      issuerPublicKey: hexToBytes(json.issuer_pubkey, 32),
+      signature: hexToBytes(json.signature, 64),
+    };
+    return withSignatureVerifier(nodeVerifyEd25519, () => verifyCancel(authorization)) ? json.issuer_pubkey : undefined;
   } catch {
     return undefined;
   }
@@ -315,7 +333,10 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       },
       // The same cancel again under the same Idempotency-Key gets the stored answer (the first
       // one's 200), not the PLC_NOT_CANCELLABLE a second cancel of a CANCELLED PLC would get.
-      config: { ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE), idempotency: { scope: 'cancel' } },
+      config: {
+        ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE, (request) => verifiedCanceller((request.body as { authorization?: CancelAuthorizationJson } | undefined)?.authorization)),
+        idempotency: { scope: 'cancel' },
+      },
     },
     async (request) => {
       const tokenId = request.params.token_id;
