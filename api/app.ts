@@ -4,6 +4,8 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import type { Logger } from 'pino';
 import { advisoryLeadership } from '../db/advisory-leader.ts';
 import { createPgRateLimitStore } from '../db/rate-limit-store.ts';
+import { setReputationSettings } from '../db/reputation.ts';
+import { reputationSettingsOf } from '../src/reputation/rules.ts';
 import { DomainError } from '../src/errors.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { busyMeter, eventLoopUtilizationMeter, plcStatusDispatcherLockKey, startPlcStatusDispatcher, type PlcStatusDispatcher } from './plc-status-dispatcher.ts';
@@ -13,6 +15,7 @@ import { answerClientError, answerFrameworkError, errorsPlugin } from './plugins
 import { documentedResponsesPlugin } from './plugins/documented-responses.ts';
 import { idempotencyPlugin } from './plugins/idempotency.ts';
 import { storableTextPlugin } from './plugins/storable-text.ts';
+import { subjectRateLimitPlugin } from './plugins/subject-rate-limit.ts';
 import { jsonBodyPlugin } from './plugins/json-body.ts';
 import { openapiPlugin } from './plugins/openapi.ts';
 import { requestIdFrom, requestIdPlugin } from './plugins/request-id.ts';
@@ -81,6 +84,19 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
     trustProxy: false,
+    // Slow clients (docs/security.md, "Slow requests"): the whole request, headers and body, must
+    // arrive within HTTP_REQUEST_TIMEOUT_MS and its headers within HTTP_HEADERS_TIMEOUT_MS (Node
+    // checks every HTTP_CONNECTIONS_CHECK_INTERVAL_MS and answers 408), a silent connection is
+    // closed after HTTP_CONNECTION_IDLE_TIMEOUT_MS, and a request is answered 503 once it has
+    // taken HTTP_HANDLER_TIMEOUT_MS (an event stream hijacks its reply and is not bound by it).
+    requestTimeout: options.deps.config.HTTP_REQUEST_TIMEOUT_MS,
+    connectionTimeout: options.deps.config.HTTP_CONNECTION_IDLE_TIMEOUT_MS,
+    handlerTimeout: options.deps.config.HTTP_HANDLER_TIMEOUT_MS,
+    http: {
+      headersTimeout: options.deps.config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeout: options.deps.config.HTTP_REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: options.deps.config.HTTP_CONNECTIONS_CHECK_INTERVAL_MS,
+    },
   };
   const app: FastifyInstance =
     options.logger === false
@@ -131,6 +147,25 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onClose', async () => {
     await dispatcher?.stop();
   });
+  // The reputation model's settings live where its SQL rules read them (docs/limits-and-fees.md).
+  // Best effort and bounded: a database that is down must not keep the API from starting (its
+  // readiness says so); the table then keeps what it had, the migration's production defaults at first.
+  app.addHook('onReady', async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), options.deps.config.DATABASE_CONNECT_TIMEOUT_MS);
+    });
+    const write = setReputationSettings(options.deps.pool, reputationSettingsOf(options.deps.config)).then(
+      () => 'written' as const,
+      (error: unknown) => {
+        app.log.warn({ err: error }, 'reputation settings not written at start');
+        return 'failed' as const;
+      },
+    );
+    const outcome = await Promise.race([write, bound]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') app.log.warn('reputation settings not written at start: the database did not answer in time');
+  });
   await app.register(requestIdPlugin);
   await app.register(errorsPlugin);
   await app.register(storableTextPlugin);
@@ -148,6 +183,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         retry_after_s: Math.ceil(context.ttl / 1000),
       }),
   });
+  // The device routes' other dimensions: the address whatever the device, the verified signing key.
+  await app.register(subjectRateLimitPlugin, { addressFactor: options.deps.config.RATE_LIMIT_ADDRESS_FACTOR });
   await app.register(authPlugin, {
     secret: requireJwtSecret(options.deps),
     ttlSeconds: options.deps.config.JWT_TTL_SECONDS,

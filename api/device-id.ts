@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../src/errors.ts';
 import { deviceIdSchema } from './schemas/plc.ts';
+import type { SubjectRateLimit } from './plugins/subject-rate-limit.ts';
 
 /**
  * `X-Device-ID`, validated before any use. The rate limiter builds its key from it in an
@@ -34,11 +35,15 @@ export function deviceRateLimitKey(request: Pick<FastifyRequest, 'headers' | 'ip
 }
 
 /**
- * A route's rate limit keyed by client address and device id, counted in PostgreSQL (every
- * replica). Its key generator runs first among the route's hooks and refuses a malformed
- * X-Device-ID before anything is counted or stored.
+ * A device route's rate limit (docs/security.md, "Rate limits"): `max` a minute per client address
+ * and device id, counted in PostgreSQL (every replica), whose key generator runs first among the
+ * route's hooks and refuses a malformed X-Device-ID before anything is counted or stored; and,
+ * since the device id is the caller's choice, the same `max` (times RATE_LIMIT_ADDRESS_FACTOR) per
+ * client address whatever the device, and `max` per signing key where `signer` names the
+ * request's verified key (api/plugins/subject-rate-limit.ts).
  */
-export function deviceRateLimit(groupId: string, max: number) {
+export function deviceRateLimit(groupId: string, max: number, signer?: (request: FastifyRequest) => string | undefined) {
+  const subjectRateLimit: SubjectRateLimit = signer === undefined ? { groupId, max } : { groupId, max, signer };
   return {
     rateLimit: {
       max,
@@ -46,5 +51,6 @@ export function deviceRateLimit(groupId: string, max: number) {
       groupId,
       keyGenerator: deviceRateLimitKey,
     },
+    subjectRateLimit,
   };
 }

@@ -33,11 +33,13 @@ export async function readLimitFacts(db: Queryable, ownerId: string, deviceId: s
   const row = await one(db, limitFactsRow, {
     name: 'plc-limit-facts',
     prepare: true,
-    text: `SELECT s.tier, s.score, s.settled_volume_minor,
+    // The tier the owner holds now: the decay due applied and the tier's gates met (reputation_current).
+    text: `SELECT c.tier, c.score, s.settled_volume_minor,
                   o.max_amount_minor AS override_max_amount_minor, o.daily_limit_minor AS override_daily_limit_minor,
                   o.ends_at AS override_ends_at, o.request_id AS override_request_id
              FROM (SELECT 1) AS one
              LEFT JOIN reputation_scores s ON s.owner_id = $1
+             LEFT JOIN LATERAL reputation_current($1) c ON true
              LEFT JOIN plc_limit_overrides o ON o.owner_id = $1 AND o.device_id = $2 AND o.ends_at > now()`,
     values: [ownerId, deviceId],
   });
@@ -129,7 +131,8 @@ export interface NewLimitRequest {
 
 /**
  * Stores a PENDING request. The same request id again answers the stored row (a retry); a second
- * open request of the device is refused with the open one's id.
+ * open request of the same device and owner is refused with the open one's id (another owner's
+ * open request on the same device does not count: migration 33).
  */
 export async function insertLimitRequest(db: Queryable, input: NewLimitRequest): Promise<LimitRequestRow> {
   try {
@@ -162,11 +165,12 @@ export async function insertLimitRequest(db: Queryable, input: NewLimitRequest):
     if (!isUniqueViolation(error, 'plc_limit_requests_one_open')) throw error;
     const open = await maybeOne(db, z.object({ request_id: z.string().uuid() }), {
       name: 'plc-limit-request-open',
-      text: `SELECT request_id FROM plc_limit_requests WHERE device_id = $1 AND status = 'PENDING'`,
-      values: [input.deviceId],
+      text: `SELECT request_id FROM plc_limit_requests WHERE device_id = $1 AND owner_id = $2 AND status = 'PENDING'`,
+      values: [input.deviceId, input.ownerId],
     });
-    throw new DomainError('LIMIT_REQUEST_ALREADY_OPEN', 'this device already has an open increase request', {
+    throw new DomainError('LIMIT_REQUEST_ALREADY_OPEN', 'this owner already has an open increase request for this device', {
       device_id: input.deviceId,
+      owner_id: input.ownerId,
       open_request_id: open?.request_id ?? null,
     });
   }

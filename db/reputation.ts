@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { reputationEventKinds, reputationTierNames, type ReputationEventKind, type ReputationTier } from '../src/reputation/rules.ts';
+import { reputationEventKinds, reputationTierNames, type ReputationEventKind, type ReputationSettings, type ReputationTier } from '../src/reputation/rules.ts';
 import type { Queryable } from './pool.ts';
-import { many, maybeOne, one } from './sql.ts';
+import { exec, many, maybeOne, one } from './sql.ts';
 
 /**
  * Reputation scores and their events (migration 24_reputation). Events are recorded by `reputation_record`
@@ -20,6 +20,12 @@ export const reputationRow = z.object({
   settled_volume_minor: z.bigint(),
   events_count: z.bigint(),
   updated_at: z.date(),
+  last_credit_at: z.date(),
+  decay_steps: z.number().int(),
+  counterparties: z.number().int(),
+  /** The score now (the decay due applied) and the tier the owner holds (its gates applied): what limits and fees read. */
+  current_score: z.number().int(),
+  current_tier: z.enum(reputationTierNames),
 });
 export type ReputationRow = z.infer<typeof reputationRow>;
 
@@ -32,14 +38,20 @@ export const reputationEventRow = z.object({
   reference: z.string().nullable(),
   amount_minor: z.bigint().nullable(),
   severity: z.string().nullable(),
+  counterparty: z.string().nullable(),
+  credit_eligible: z.boolean().nullable(),
+  points_limit: z.number().int().nullable(),
   score_after: z.number().int(),
   tier_after: z.enum(reputationTierNames),
   created_at: z.date(),
 });
 export type ReputationEventRow = z.infer<typeof reputationEventRow>;
 
-const columns = 'owner_id, score, tier, sanctioned, opened_at, age_credits, settled_volume_minor, events_count, updated_at';
-const eventColumns = 'id, owner_id, kind, delta, reason, reference, amount_minor, severity, score_after, tier_after, created_at';
+const columns = `owner_id, score, tier, sanctioned, opened_at, age_credits, settled_volume_minor, events_count, updated_at,
+                 last_credit_at, decay_steps, counterparties,
+                 (SELECT c.score FROM reputation_current(owner_id) c) AS current_score,
+                 (SELECT c.tier FROM reputation_current(owner_id) c) AS current_tier`;
+const eventColumns = 'id, owner_id, kind, delta, reason, reference, amount_minor, severity, counterparty, credit_eligible, points_limit, score_after, tier_after, created_at';
 
 /**
  * Records one reputation event of an owner in the caller's transaction (pass the transaction's
@@ -51,14 +63,43 @@ export async function recordReputationEvent(
   db: Queryable,
   ownerId: string,
   kind: ReputationEventKind,
-  event: { reason: string; reference?: string | null; amountMinor?: bigint | null; severity?: string | null },
+  event: { reason: string; reference?: string | null; amountMinor?: bigint | null; severity?: string | null; counterparty?: string | null },
 ): Promise<bigint | null> {
   const row = await one(db, z.object({ id: z.bigint().nullable() }), {
     name: 'reputation-record',
-    text: 'SELECT reputation_record($1, $2, $3, $4, $5, $6) AS id',
-    values: [ownerId, kind, event.reason.slice(0, 500), event.reference ?? null, event.amountMinor?.toString() ?? null, event.severity ?? null],
+    text: 'SELECT reputation_apply($1, $2, $3, $4, $5, $6, $7) AS id',
+    values: [ownerId, kind, event.reason.slice(0, 500), event.reference ?? null, event.amountMinor?.toString() ?? null, event.severity ?? null, event.counterparty ?? null],
   });
   return row.id;
+}
+
+/**
+ * Writes the model's settings (configuration: infra/config.ts `REPUTATION_*`) where the database's
+ * rules read them; the API does so at start. Only the TRUSTED and PREMIUM gates are stored: the
+ * lower tiers have none.
+ */
+export async function setReputationSettings(db: Queryable, settings: ReputationSettings): Promise<void> {
+  await exec(db, {
+    name: 'reputation-settings-set',
+    text: `UPDATE reputation_settings
+              SET dust_minor = $1, gain_window_ms = $2, gain_per_window_max = $3, decay_idle_ms = $4, decay_points = $5,
+                  trusted_age_min_ms = $6, trusted_counterparties_min = $7, premium_age_min_ms = $8, premium_counterparties_min = $9,
+                  updated_at = now()
+            WHERE (dust_minor, gain_window_ms, gain_per_window_max, decay_idle_ms, decay_points, trusted_age_min_ms,
+                   trusted_counterparties_min, premium_age_min_ms, premium_counterparties_min)
+                  IS DISTINCT FROM ($1::bigint, $2::bigint, $3::integer, $4::bigint, $5::integer, $6::bigint, $7::integer, $8::bigint, $9::integer)`,
+    values: [
+      settings.dustMinor.toString(),
+      settings.gainWindowMs,
+      settings.gainPerWindowMax,
+      settings.decayIdleMs,
+      settings.decayPoints,
+      settings.tierGates.TRUSTED.accountAgeMinMs,
+      settings.tierGates.TRUSTED.counterpartiesMin,
+      settings.tierGates.PREMIUM.accountAgeMinMs,
+      settings.tierGates.PREMIUM.counterpartiesMin,
+    ],
+  });
 }
 
 export function getReputation(db: Queryable, ownerId: string): Promise<ReputationRow | null> {

@@ -7,7 +7,7 @@ import { exec, maybeOne } from './sql.ts';
  * section 9.4): each is accepted once, whatever the Idempotency-Key it comes with.
  */
 
-export type AuthorizationKind = 'cancel' | 'redeem' | 'backup' | 'recover';
+export type AuthorizationKind = 'cancel' | 'redeem' | 'backup' | 'recover' | 'limit-increase';
 
 export interface AcceptedAuthorization {
   /** 64 hex: `authorizationHash` of src/protocol (SHA-256 of the signer's key and the signed message). */

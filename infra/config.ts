@@ -119,6 +119,36 @@ export const configSchema = z
      */
     PLC_MAX_AMOUNT_MINOR: z.coerce.bigint().min(1n).max(10n ** 15n).default(500_000n),
     PLC_DAILY_LIMIT_MINOR: z.coerce.bigint().min(1n).max(10n ** 15n).default(2_000_000n),
+    /**
+     * Reputation that cannot be farmed (docs/limits-and-fees.md): a settlement below
+     * REPUTATION_DUST_MINOR (10.00) counts nothing; settlements credit at most
+     * REPUTATION_GAIN_PER_WINDOW_MAX points per REPUTATION_GAIN_WINDOW_SECONDS (a day), once per
+     * payer in that window; each REPUTATION_DECAY_IDLE_SECONDS (30 days) without an independent
+     * settlement takes REPUTATION_DECAY_POINTS back toward 500; TRUSTED needs an account of
+     * REPUTATION_TRUSTED_MIN_AGE_SECONDS (30 days) and REPUTATION_TRUSTED_MIN_COUNTERPARTIES (5)
+     * distinct independent payers, PREMIUM 90 days and 20. Seconds, so tests can use seconds.
+     */
+    REPUTATION_DUST_MINOR: z.coerce.bigint().min(1n).max(10n ** 15n).default(1_000n),
+    REPUTATION_GAIN_WINDOW_SECONDS: z.coerce.number().int().min(1).max(365 * 86_400).default(86_400),
+    REPUTATION_GAIN_PER_WINDOW_MAX: z.coerce.number().int().min(0).max(1000).default(50),
+    REPUTATION_DECAY_IDLE_SECONDS: z.coerce.number().int().min(1).max(10 * 365 * 86_400).default(30 * 86_400),
+    REPUTATION_DECAY_POINTS: z.coerce.number().int().min(0).max(1000).default(10),
+    REPUTATION_TRUSTED_MIN_AGE_SECONDS: z.coerce.number().int().min(0).max(10 * 365 * 86_400).default(30 * 86_400),
+    REPUTATION_TRUSTED_MIN_COUNTERPARTIES: z.coerce.number().int().min(0).max(100).default(5),
+    REPUTATION_PREMIUM_MIN_AGE_SECONDS: z.coerce.number().int().min(0).max(10 * 365 * 86_400).default(90 * 86_400),
+    REPUTATION_PREMIUM_MIN_COUNTERPARTIES: z.coerce.number().int().min(0).max(100).default(20),
+    /**
+     * Slow clients (docs/security.md, "Slow requests"): the time to receive a request's headers
+     * (HTTP_HEADERS_TIMEOUT_MS, 10 s) and the whole request, headers and body
+     * (HTTP_REQUEST_TIMEOUT_MS, 30 s), checked every HTTP_CONNECTIONS_CHECK_INTERVAL_MS (1 s); a
+     * connection silent for HTTP_CONNECTION_IDLE_TIMEOUT_MS (60 s) is closed; a request may take
+     * HTTP_HANDLER_TIMEOUT_MS (60 s) from routing to its answer (the event streams excepted).
+     */
+    HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+    HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+    HTTP_CONNECTIONS_CHECK_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+    HTTP_CONNECTION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+    HTTP_HANDLER_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
     /** How long an admin has to decide a PLC limit increase request before it expires (72 hours). */
     LIMIT_REVIEW_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(90 * 86_400).default(72 * 3600),
     /** Clock tolerance of the offline protocol (expiry checks only) and freshness of signed requests. */
@@ -131,6 +161,12 @@ export const configSchema = z
     IDEMPOTENCY_WINDOW_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
     RATE_LIMIT_PLC_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
     RATE_LIMIT_TRANSFER_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),
+    /**
+     * A device route's limit per client address, whatever X-Device-ID it sends: this many times
+     * the route's per-device limit (1: rotating X-Device-ID gains nothing). Raise it where many
+     * devices share one address (a carrier NAT); each device still gets the route's limit.
+     */
+    RATE_LIMIT_ADDRESS_FACTOR: z.coerce.number().int().min(1).max(10_000).default(1),
     RATE_LIMIT_REDEEM_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(20),
     /**
      * Business customers (docs/b2b.md): the freshness window of a signed request's timestamp
@@ -381,6 +417,12 @@ export const configSchema = z
     }
     if (config.APP_ENV === 'production' && config.PLC_EXPIRY_OVERRIDE_MS !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['PLC_EXPIRY_OVERRIDE_MS'], message: 'is for testing only and refused when APP_ENV=production' });
+    }
+    if (config.REALTIME_HEARTBEAT_MS >= config.HTTP_CONNECTION_IDLE_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['REALTIME_HEARTBEAT_MS'], message: 'must stay below HTTP_CONNECTION_IDLE_TIMEOUT_MS, or idle event streams are closed between heartbeats' });
+    }
+    if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['HTTP_HEADERS_TIMEOUT_MS'], message: 'must not exceed HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)' });
     }
     if (2 * config.GROUP_COMMIT_IN_FLIGHT >= config.DATABASE_POOL_MAX) {
       ctx.addIssue({

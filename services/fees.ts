@@ -22,12 +22,13 @@ export function feeRailOf(settlementRail: SettlementRail): FeeRail {
 }
 
 /**
- * The owner's reputation tier, the one place fees read it (docs/limits-and-fees.md): the tier of
- * its reputation row, or the tier every owner starts in (STANDARD, score 500) when it has none yet.
+ * The owner's reputation tier, the one place fees read it (docs/limits-and-fees.md): the tier it
+ * holds now (its score less the decay due, its tier's gates met), or the tier every owner starts in
+ * (STANDARD, score 500) when it has no reputation row yet.
  */
 export async function tierOfOwner(db: Queryable, ownerId: string): Promise<FeeTier> {
   const reputation = await getReputation(db, ownerId);
-  return reputation === null ? tierOf(initialReputation.score, initialReputation.sanctioned) : reputation.tier;
+  return reputation === null ? tierOf(initialReputation.score, initialReputation.sanctioned) : reputation.current_tier;
 }
 
 export interface PricedFee extends FeeBreakdown {

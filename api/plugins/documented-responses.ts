@@ -172,10 +172,11 @@ function collectResponses(route: RouteOptions, options: DocumentedResponsesOptio
   if (rateLimit !== undefined) {
     const max = typeof rateLimit.max === 'number' ? `${rateLimit.max} requests` : 'its limit of requests';
     const windowS = typeof rateLimit.timeWindow === 'number' ? rateLimit.timeWindow / 1000 : 60;
-    // The device routes key their limit by address and device (api/device-id.ts); the others by address.
+    // The device routes key their limit by address and device, by address alone and by the
+    // verified signing key (api/device-id.ts, api/plugins/subject-rate-limit.ts); the others by address.
     const per =
       rateLimit.keyGenerator === deviceRateLimitKey
-        ? 'this client address and device (`X-Device-ID`)'
+        ? 'this client address and device (`X-Device-ID`), from this client address whatever the device (times `RATE_LIMIT_ADDRESS_FACTOR`), or under the signing key the request carries once its signature verifies'
         : rateLimit.keyGenerator === credentialRateLimitKey
           ? 'this API credential (`X-PLC-Key-Id`)'
           : 'this client address';

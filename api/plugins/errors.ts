@@ -293,6 +293,16 @@ export const errorsPlugin = fp(
           return sendError(reply, 413, { code: 'PAYLOAD_TOO_LARGE', message: 'request body too large' });
         case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
           return sendError(reply, 415, { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'only application/json is accepted' });
+        case 'FST_ERR_HANDLER_TIMEOUT':
+          // The request outlived HTTP_HANDLER_TIMEOUT_MS (docs/security.md, "Slow requests"): the
+          // client is answered; what the request started goes on (each write is its own transaction).
+          void reply.header('retry-after', '1');
+          return sendError(reply, 503, {
+            code: 'SERVICE_UNAVAILABLE',
+            message: 'the request took longer than the server allows; retry it (with the same Idempotency-Key where it has one)',
+            details: { retry_after_s: 1 },
+            request_id: request.id,
+          });
         default:
           break;
       }

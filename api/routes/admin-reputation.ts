@@ -30,8 +30,12 @@ const tierSchema = z.enum(reputationTierNames);
 const reputationResponse = z
   .object({
     owner_id: z.string(),
-    score: z.number().int(),
-    tier: tierSchema,
+    score: z.number().int().describe('the stored score, as of its latest event'),
+    tier: tierSchema.describe("the stored score's tier"),
+    current_score: z.number().int().describe('the score now: the decay due since the last independent settlement applied'),
+    current_tier: tierSchema.describe("the tier the owner holds now (limits and fees): the current score's tier, lowered to the highest tier whose gates (account age, distinct independent counterparties) it meets"),
+    counterparties: z.number().int().describe('distinct independent payers counted (keys of one owner count once)'),
+    last_credit_at: z.string().describe('the last independent settlement (the decay clock), or the first event'),
     sanctioned: z.boolean().describe('a proven fork or a blocked key: RESTRICTED whatever the score'),
     settled_volume: amountSchema,
     account_age_credits: z.number().int(),
@@ -46,6 +50,10 @@ function toReputation(row: ReputationRow): z.infer<typeof reputationResponse> {
     owner_id: row.owner_id,
     score: row.score,
     tier: row.tier,
+    current_score: row.current_score,
+    current_tier: row.current_tier,
+    counterparties: row.counterparties,
+    last_credit_at: row.last_credit_at.toISOString(),
     sanctioned: row.sanctioned,
     settled_volume: decimal(row.settled_volume_minor),
     account_age_credits: row.age_credits,
@@ -64,6 +72,9 @@ const reputationEventResponse = z
     reference: z.string().nullable(),
     amount: amountSchema.nullable(),
     severity: z.string().nullable(),
+    counterparty: z.string().nullable().describe('a settlement: who paid the bearer'),
+    credit_eligible: z.boolean().nullable().describe('a settlement: whether it could credit points (at least the dust threshold, an independent payer not credited in the window)'),
+    points_limit: z.number().int().nullable().describe('a settlement: the gain its window had left; a decay: its step'),
     score_after: z.number().int(),
     tier_after: tierSchema,
     created_at: z.string(),
@@ -79,6 +90,9 @@ function toEvent(row: ReputationEventRow): z.infer<typeof reputationEventRespons
     reference: row.reference,
     amount: row.amount_minor === null ? null : decimal(row.amount_minor),
     severity: row.severity,
+    counterparty: row.counterparty,
+    credit_eligible: row.credit_eligible,
+    points_limit: row.points_limit,
     score_after: row.score_after,
     tier_after: row.tier_after,
     created_at: row.created_at.toISOString(),
@@ -197,7 +211,7 @@ export async function adminReputationRoutes(app: FastifyInstance): Promise<void>
       const index = reputationTiers.findIndex((tier) => tier.tier === row.tier);
       const bounds = reputationTiers[index] ?? reputationTiers[0];
       const next = row.sanctioned ? undefined : reputationTiers[index + 1];
-      const limits = automaticLimits({ tier: row.tier, settledVolumeMinor: row.settled_volume_minor }, ceilings);
+      const limits = automaticLimits({ tier: row.current_tier, settledVolumeMinor: row.settled_volume_minor }, ceilings);
       return {
         ...toReputation(row),
         tier_bounds: { score_min: row.sanctioned ? 0 : bounds.scoreMin, score_max: row.sanctioned ? scoreMax : bounds.scoreMax },
@@ -205,8 +219,8 @@ export async function adminReputationRoutes(app: FastifyInstance): Promise<void>
         limits: {
           max_amount: decimal(limits.maxAmountMinor),
           daily_limit: decimal(limits.dailyLimitMinor),
-          tier_max_amount_bp: Number(tierShares[row.tier].maxAmountBp),
-          tier_daily_limit_bp: Number(tierShares[row.tier].dailyLimitBp),
+          tier_max_amount_bp: Number(tierShares[row.current_tier].maxAmountBp),
+          tier_daily_limit_bp: Number(tierShares[row.current_tier].dailyLimitBp),
         },
       };
     },

@@ -5,6 +5,9 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { getLimitRequest, issuedLast24h, listDeviceLimitRequests, listDeviceOwners, listPendingLimitRequests, type LimitRequestRow } from '../../db/plc-limits.ts';
 import type { Pool } from '../../db/pool.ts';
+import { recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
+import { limitIncreaseAuthorizationHash, verifyLimitIncrease } from '../../src/limits/increase-request.ts';
+import { hexToBytes } from '../../src/protocol/bytes.ts';
 import { ceilingsOf, deviceLimits } from '../../services/plc-limits.ts';
 import { DomainError } from '../../src/errors.ts';
 import { checkIncreaseRequest, increaseRequestRoute, type Ceilings } from '../../src/limits/progressive.ts';
@@ -15,7 +18,8 @@ import type { limitReviewWorkflow } from '../../workflows/limit-review.ts';
 import { decideLimitRequestUpdate, openLimitRequestUpdate } from '../../workflows/limit-review-messages.ts';
 import { businessStatusKey, deviceIdKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { deviceRateLimit } from '../device-id.ts';
-import { examplePubkeys } from '../schemas/examples.ts';
+import { exampleLimitIncrease, examplePubkeys } from '../schemas/examples.ts';
+import { operationTimestampSchema, signatureSchema } from '../schemas/security.ts';
 import { adminErrors, errorResponse, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
 import { amountInputSchema, amountSchema, parseMoney } from '../schemas/money.ts';
@@ -153,16 +157,49 @@ async function deviceLimitsView(pool: Pool, ceilings: Ceilings, deviceId: string
   };
 }
 
+/** The owner named by an increase request whose signature verifies under its key; undefined otherwise. */
+function verifiedRequester(body: unknown): string | undefined {
+  const parsed = limitIncreaseBody.safeParse(body);
+  if (!parsed.success || parsed.data.owner_id === undefined) return undefined;
+  try {
+    const signed = {
+      ownerPublicKey: hexToBytes(parsed.data.owner_id, 32),
+      requestedMaxAmountMinor: parseLimitAmount(parsed.data.requested_max_amount, 'requested_max_amount'),
+      requestedDailyLimitMinor: parseLimitAmount(parsed.data.requested_daily_limit, 'requested_daily_limit'),
+      operationTimestampMs: parsed.data.operation_timestamp,
+      deviceId: parsed.data.device_id,
+      signature: hexToBytes(parsed.data.device_signature, 64),
+    };
+    return verifyLimitIncrease(signed) ? parsed.data.owner_id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs `open`; when it refuses with a domain error, the authorisation it was claimed for is released. */
+async function releaseWhenRefused<T>(pool: Pool, authorizationHash: string, requestId: string, open: () => Promise<T>): Promise<T> {
+  try {
+    return await open();
+  } catch (error) {
+    if (error instanceof DomainError) await releaseAuthorization(pool, authorizationHash, requestId);
+    throw error;
+  }
+}
+
 const deviceParam = z.object({ device_id: deviceIdSchema });
 const ownerQuery = z.object({ owner_id: pubkeySchema.optional().describe("which of the device's owners (default: the issuer of its latest PLC)") });
 
 const limitIncreaseBody = z
   .strictObject({
     device_id: deviceIdSchema,
-    owner_id: pubkeySchema.optional().describe("the owner the increase is for (default: the issuer of the device's latest PLC)"),
+    owner_id: pubkeySchema.optional().describe("the owner the increase is for (default: the issuer of the device's latest PLC); its key signs the request"),
     requested_max_amount: amountInputSchema.describe('the per-PLC limit asked for'),
     requested_daily_limit: amountInputSchema.describe('the 24-hour limit asked for'),
     reason: z.string().trim().min(1).max(1000),
+    operation_timestamp: operationTimestampSchema.describe('when the owner signed, ms (within CLOCK_TOLERANCE_MS of now)'),
+    device_signature: signatureSchema.describe(
+      "the owner's key: Ed25519 over svc:limit-increase:{owner_id}:{requested_max_amount_minor}:{requested_daily_limit_minor}:{operation_timestamp}:{device_id}",
+    ),
   })
   .describe('LimitIncreaseBody');
 
@@ -182,6 +219,8 @@ export async function plcLimitRoutes(app: FastifyInstance): Promise<void> {
   const { pool, temporal, config } = app.deps;
   const ceilings = ceilingsOf(config);
   const rateLimit = deviceRateLimit('plc-limits', config.RATE_LIMIT_PLC_PER_MINUTE);
+  // The increase request's signing-key dimension: the owner it names, once its signature verifies.
+  const increaseRateLimit = deviceRateLimit('plc-limits', config.RATE_LIMIT_PLC_PER_MINUTE, (request) => verifiedRequester(request.body));
 
   routes.get(
     '/plc/limits/:device_id',
@@ -208,15 +247,13 @@ export async function plcLimitRoutes(app: FastifyInstance): Promise<void> {
         tags: ['plc'],
         summary: 'Ask for PLC limits above the automatic ones: starts an admin review (limit-review-<request_id>)',
         description:
-          "Asks for a higher per-PLC and/or 24-hour limit for a device and its owner. The request must ask for more than the device's current limits (else 422 `LIMIT_INCREASE_NOT_NEEDED`) and for nothing above the ceilings (422 `LIMIT_ABOVE_CEILING`). It is stored PENDING and held by the workflow `limit-review-<request_id>` (Temporal UI: `DeviceId`, `OwnerId`, `ReferenceId` = request id) until an admin decides it or the review deadline (`LIMIT_REVIEW_TIMEOUT_SECONDS`, 72 hours) passes and it expires. One open request per device: 409 `LIMIT_REQUEST_ALREADY_OPEN` names the open one. 404 `DEVICE_NOT_FOUND` for a device that never registered a PLC (for that owner).",
+          "Asks for a higher per-PLC and/or 24-hour limit for a device and its owner. The request must ask for more than the device's current limits (else 422 `LIMIT_INCREASE_NOT_NEEDED`) and for nothing above the ceilings (422 `LIMIT_ABOVE_CEILING`). It is stored PENDING and held by the workflow `limit-review-<request_id>` (Temporal UI: `DeviceId`, `OwnerId`, `ReferenceId` = request id) until an admin decides it or the review deadline (`LIMIT_REVIEW_TIMEOUT_SECONDS`, 72 hours) passes and it expires. The request is signed by the owner's key (`device_signature` over `svc:limit-increase:{owner_id}:{requested_max_amount_minor}:{requested_daily_limit_minor}:{operation_timestamp}:{device_id}`, amounts in minor units): 422 `SIGNATURE_INVALID` when it does not verify under the owner's key, 422 `AUTHORIZATION_STALE` when `operation_timestamp` is further than the clock tolerance from now, 409 `AUTHORIZATION_REPLAYED` for a signed request accepted before. One open request per device and owner (another owner's request on a shared device never blocks this one): 409 `LIMIT_REQUEST_ALREADY_OPEN` names the open one. 404 `DEVICE_NOT_FOUND` for a device that never registered a PLC (for that owner).",
         headers: z.object({ 'idempotency-key': idempotencyKeyHeader.optional() }),
         body: limitIncreaseBody,
-        requestExample: {
-          body: { device_id: exampleDevice, owner_id: examplePubkeys.alice, requested_max_amount: '4000.00', requested_daily_limit: '15000.00', reason: 'monthly supplier payments' },
-        },
+        requestExample: { body: exampleLimitIncrease },
         response: { 200: limitRequestResponse, 404: errorResponse, 409: errorResponse, 429: errorResponse, ...standardErrors },
       },
-      config: { ...rateLimit, idempotency: { scope: 'plc-limit-increase' } },
+      config: { ...increaseRateLimit, idempotency: { scope: 'plc-limit-increase' } },
     },
     async (request) => {
       const body = request.body;
@@ -225,6 +262,21 @@ export async function plcLimitRoutes(app: FastifyInstance): Promise<void> {
         maxAmountMinor: parseLimitAmount(body.requested_max_amount, 'requested_max_amount'),
         dailyLimitMinor: parseLimitAmount(body.requested_daily_limit, 'requested_daily_limit'),
       };
+      // Proven to come from the owner: signed by the owner's key, fresh, and accepted once (below).
+      const signed = {
+        ownerPublicKey: hexToBytes(owner, 32),
+        requestedMaxAmountMinor: requested.maxAmountMinor,
+        requestedDailyLimitMinor: requested.dailyLimitMinor,
+        operationTimestampMs: body.operation_timestamp,
+        deviceId: body.device_id,
+        signature: hexToBytes(body.device_signature, 64),
+      };
+      if (!verifyLimitIncrease(signed)) {
+        throw new DomainError('SIGNATURE_INVALID', "the request is not signed by the owner's key", { field: 'device_signature', owner_id: owner });
+      }
+      if (Math.abs(Date.now() - body.operation_timestamp) > config.CLOCK_TOLERANCE_MS) {
+        throw new DomainError('AUTHORIZATION_STALE', `the request must be signed within ${config.CLOCK_TOLERANCE_MS} ms of now`, { field: 'operation_timestamp' });
+      }
       const { facts, limits } = await deviceLimits(pool, ceilings, owner, body.device_id);
       const check = checkIncreaseRequest(requested, limits, ceilings);
       if (!check.ok) {
@@ -237,6 +289,16 @@ export async function plcLimitRoutes(app: FastifyInstance): Promise<void> {
         });
       }
       const requestId = randomUUID();
+      const authorizationHash = limitIncreaseAuthorizationHash(signed);
+      const accepted = await recordAuthorization(pool, {
+        authorizationHash,
+        kind: 'limit-increase',
+        signerPubkey: owner,
+        tokenId: null,
+        referenceId: requestId,
+        signedAtMs: body.operation_timestamp,
+      });
+      if (!accepted) throw new DomainError('AUTHORIZATION_REPLAYED', 'this signed request was accepted before: sign a new one', { field: 'device_signature' });
       const workflowId = workflowIds.limitReview(requestId);
       const startWorkflowOperation = new WithStartWorkflowOperation<typeof limitReviewWorkflow>('limitReviewWorkflow', {
         workflowId,
@@ -250,7 +312,9 @@ export async function plcLimitRoutes(app: FastifyInstance): Promise<void> {
           { key: businessStatusKey, value: 'PENDING' },
         ],
       });
-      await withDomainErrors(() =>
+      // A request the workflow refuses (the owner's own request already open) gives its signature back.
+      await releaseWhenRefused(pool, authorizationHash, requestId, () =>
+        withDomainErrors(() =>
         temporal.workflow.executeUpdateWithStart(openLimitRequestUpdate, {
           args: [
             {
@@ -267,6 +331,7 @@ export async function plcLimitRoutes(app: FastifyInstance): Promise<void> {
           ],
           startWorkflowOperation,
         }),
+        ),
       );
       const row = await getLimitRequest(pool, requestId);
       if (row === null) throw new Error(`limit request ${requestId} was opened but is not in the database`);

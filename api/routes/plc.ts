@@ -20,6 +20,7 @@ import {
   plcJsonSchema,
   verifyCancel,
   withSignatureVerifier,
+  type CancelAuthorizationJson,
   type Plc,
   type PlcJson,
 } from '../../src/protocol/index.ts';
@@ -57,8 +58,39 @@ function deviceOf(request: FastifyRequest): string {
   return deviceIdOf(request) ?? '-';
 }
 
-/** Rate limits keyed by client address and device id, counted in PostgreSQL (all replicas). */
+/** Rate limits keyed by client address and device id, by address alone, and by the verified signing key (api/device-id.ts). */
 const rateLimit = deviceRateLimit;
+
+/**
+ * The issuer of a PLC being created, when its signature verifies (the rate limit's signing-key
+ * dimension: a key counts only once proven, so naming someone else's key spends nothing of theirs).
+ */
+function verifiedIssuer(json: PlcJson | undefined, clockToleranceMs: number): string | undefined {
+  if (json === undefined) return undefined;
+  try {
+    const plc = plcFromJson(json);
+    return verifyOrRefuse(plc, clockToleranceMs, 'plc').ok ? bytesToHex(plc.commitment.issuerPublicKey) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The issuer signing a cancel, when its signature verifies (the cancel's signing-key rate limit). */
+function verifiedCanceller(json: CancelAuthorizationJson | undefined): string | undefined {
+  if (json === undefined) return undefined;
+  try {
+    const authorization = {
+      tokenId: json.token_id,
+      commitmentHash: hexToBytes(json.commitment_hash, 32),
+      timestampMs: json.timestamp_ms,
+      issuerPublicKey: hexToBytes(json.issuer_pubkey, 32),
+      signature: hexToBytes(json.signature, 64),
+    };
+    return withSignatureVerifier(nodeVerifyEd25519, () => verifyCancel(authorization)) ? json.issuer_pubkey : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export function parsePlc(json: PlcJson | undefined, transport: string | undefined): Plc {
   try {
@@ -184,7 +216,10 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         body: createPlcRequest,
         requestExample: { body: { plc: examplePlcIssued } },
       },
-      config: { ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE), idempotency: { scope: 'plc-create' } },
+      config: {
+        ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE, (request) => verifiedIssuer((request.body as { plc?: PlcJson } | undefined)?.plc, toleranceMs)),
+        idempotency: { scope: 'plc-create' },
+      },
     },
     async (request) => createPlc(request, request.body.plc, 'plc'),
   );
@@ -200,7 +235,10 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         body: createPlcRequest.shape.plc,
         requestExample: { body: examplePlcIssued },
       },
-      config: { ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE), idempotency: { scope: 'plc-create' } },
+      config: {
+        ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE, (request) => verifiedIssuer(request.body as PlcJson | undefined, toleranceMs)),
+        idempotency: { scope: 'plc-create' },
+      },
     },
     async (request) => createPlc(request, request.body, ''),
   );
@@ -304,7 +342,10 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       },
       // The same cancel again under the same Idempotency-Key gets the stored answer (the first
       // one's 200), not the PLC_NOT_CANCELLABLE a second cancel of a CANCELLED PLC would get.
-      config: { ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE), idempotency: { scope: 'cancel' } },
+      config: {
+        ...rateLimit('plc', config.RATE_LIMIT_PLC_PER_MINUTE, (request) => verifiedCanceller((request.body as { authorization?: CancelAuthorizationJson } | undefined)?.authorization)),
+        idempotency: { scope: 'cancel' },
+      },
     },
     async (request) => {
       const tokenId = request.params.token_id;

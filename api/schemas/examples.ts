@@ -118,3 +118,19 @@ export const exampleFeeConsent = {
   device_signature:
     'a4375ed0704ab25ec0843f05e1579b4a34ed603462b5255aff1efd9443b54dd82f0975dd7f76490c302604a4053e5195aba1cc949dcf786077e58d6ac2602c0e',
 };
+
+/**
+ * alice's limit increase request for device-7f3a9c (docs/limits-and-fees.md, "Increase requests"):
+ * `svc:limit-increase:<alice>:400000:1500000:1768479000000:device-7f3a9c`, signed with alice's key
+ * (seed 0x01 x 32; checked by test/src/limit-increase.test.ts).
+ */
+export const exampleLimitIncrease = {
+  device_id: 'device-7f3a9c',
+  owner_id: examplePubkeys.alice,
+  requested_max_amount: '4000.00',
+  requested_daily_limit: '15000.00',
+  reason: 'monthly supplier payments',
+  operation_timestamp: 1768479000000,
+  device_signature:
+    '2a9745a581baa5dfd641c57bef642b9a732de9096353b39f9852c354d8f67a9856355fb92991823dfb9646f53b87b060de19bd935b41ab32c1ea261ed2c9a803',
+};

@@ -132,17 +132,22 @@ describe('PLC administration', () => {
 });
 
 describe('rate limits', () => {
-  it('answer 429 with Retry-After per client address and device id', async () => {
+  it('answer 429 with Retry-After per client address and device id, and per address whatever the device (docs/security.md)', async () => {
     const limited = await createTestApp({ RATE_LIMIT_TRANSFER_PER_MINUTE: '3' });
     try {
-      const post = (deviceId: string) =>
-        limited.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: { 'x-device-id': deviceId }, payload: { transport: 'PLC2:x' } });
+      const post = (deviceId: string, remoteAddress = '127.0.0.1') =>
+        limited.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: { 'x-device-id': deviceId }, payload: { transport: 'PLC2:x' }, remoteAddress });
       const first = await Promise.all([post('dev-a'), post('dev-a'), post('dev-a')]);
       expect(first.map((response) => response.statusCode)).not.toContain(429);
       const over = await post('dev-a');
       expect(over.statusCode).toBe(429);
       expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
-      expect((await post('dev-b')).statusCode).not.toBe(429);
+      // Another device id from the same address: the address's allowance is spent too.
+      const rotated = await post('dev-b');
+      expect(rotated.statusCode).toBe(429);
+      expect(rotated.json()).toMatchObject({ code: 'RATE_LIMITED', details: { dimension: 'address' } });
+      // The same device from another address is not held back.
+      expect((await post('dev-a', '10.0.0.2')).statusCode).not.toBe(429);
     } finally {
       await limited.close();
     }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytesToHex, chainHeadHash, currentBearer, plcToJson, signRedeem, type Plc } from '../../src/protocol/index.ts';
 import { loadDocument, operationsOf } from '../support/openapi.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
-import { cancelBody, hop, issue, newWallet, type TestWallet } from '../support/wallet.ts';
+import { cancelBody, hop, issue, limitIncreaseBody, newWallet, type TestWallet } from '../support/wallet.ts';
 
 /**
  * The Idempotency-Key, one table over every operation that takes it (read from the served
@@ -120,7 +120,7 @@ const table: Record<string, () => Promise<Case>> = {
     return { body: { owner_id: owner, amount: '5.00', currency: 'BRL' }, other: { owner_id: owner, amount: '6.00', currency: 'BRL' }, headers: h.admin };
   },
   'POST /api/v1/plc/limits/increase-request': async () => {
-    // A device of its own: one open request per device.
+    // A device of its own: one open request per device and owner.
     const issuer = newWallet();
     const deviceId = `device-limits-${randomUUID().slice(0, 8)}`;
     await fund(issuer.pubkey, '10.00');
@@ -133,7 +133,8 @@ const table: Record<string, () => Promise<Case>> = {
     expect(created.statusCode).toBe(200);
     // Up to the configured ceiling: above the device's automatic limits, so there is something to review.
     const { ceiling } = (await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/limits/${deviceId}` })).json();
-    const request = (reason: string) => ({ device_id: deviceId, requested_max_amount: ceiling.max_amount, requested_daily_limit: ceiling.daily_limit, reason });
+    // Signed by the device's owner (docs/limits-and-fees.md, "Increase requests").
+    const request = (reason: string) => limitIncreaseBody(issuer, { device_id: deviceId, requested_max_amount: ceiling.max_amount, requested_daily_limit: ceiling.daily_limit, reason });
     return { body: request('growing shop'), other: request('monthly supplier payments'), headers: device };
   },
   'POST /api/v1/admin/blocklist/{pubkey}/lift': async () => {

@@ -5,7 +5,7 @@ import { findViolations } from '../../db/ledger.ts';
 import { finishRedemption } from '../../db/redemptions.ts';
 import { businessStatusKey, deviceIdKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
-import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { hop, issue, limitIncreaseBody, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 import { openRedemptionInput } from '../support/settlement.ts';
 
 /**
@@ -32,7 +32,10 @@ function create(wallet: TestWallet, amountMinor: bigint, deviceId: string) {
   return t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: { 'x-device-id': deviceId }, payload: { plc: plcToJson(issue(wallet, { amountMinor })) } });
 }
 const limitsOf = (deviceId: string, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/plc/limits/${deviceId}${query}` });
-const requestIncrease = (payload: Record<string, unknown>) => t.app.inject({ method: 'POST', url: '/api/v1/plc/limits/increase-request', payload });
+const postIncrease = (payload: Record<string, unknown>) => t.app.inject({ method: 'POST', url: '/api/v1/plc/limits/increase-request', payload });
+type IncreaseFields = Parameters<typeof limitIncreaseBody>[1];
+/** An increase request signed by `owner` (or by `options.signer`). */
+const requestIncrease = (owner: TestWallet, fields: IncreaseFields, options: Parameters<typeof limitIncreaseBody>[2] = {}) => postIncrease(limitIncreaseBody(owner, fields, options));
 const decide = (requestId: string, payload: Record<string, unknown>, headers = admin) =>
   t.app.inject({ method: 'POST', url: `/api/v1/admin/plc-limits/requests/${requestId}/decide`, headers, payload });
 const adminGet = (url: string, headers = admin) => t.app.inject({ method: 'GET', url: `/api/v1/admin${url}`, headers });
@@ -54,7 +57,7 @@ describe('GET /api/v1/plc/limits/{device_id}', () => {
       device_id: deviceId,
       owner_id: wallet.pubkey,
       tier: 'STANDARD',
-      score: 501,
+      score: 500,
       settled_volume: '0.00',
       max_amount: '500.00',
       daily_limit: '1000.00',
@@ -141,7 +144,7 @@ describe('increase requests and their review', () => {
       [{ ...base, owner_id: newWallet().pubkey }, 404, 'DEVICE_NOT_FOUND'],
     ];
     for (const [payload, status, code] of cases) {
-      const response = await requestIncrease(payload);
+      const response = await requestIncrease(wallet, payload as IncreaseFields);
       expect(response.statusCode, JSON.stringify(payload)).toBe(status);
       expect(status === 422 ? response.json().detail[0].type : response.json().code).toBe(code);
     }
@@ -149,9 +152,62 @@ describe('increase requests and their review', () => {
     expect(rows).toEqual([]);
   });
 
-  it('opens one PENDING request per device, findable by device and owner; an approval sets the override, used by create; a second decision is 409', async () => {
+  it('must be signed by the owner: unsigned, signed by a stranger, stale or replayed requests are refused and store nothing', async () => {
     const { wallet, deviceId } = await ownerWithDevice();
-    const opened = await requestIncrease({ device_id: deviceId, requested_max_amount: '800.00', requested_daily_limit: '1500.00', reason: 'growing shop' });
+    const stranger = newWallet();
+    const fields = { device_id: deviceId, requested_max_amount: '800.00', requested_daily_limit: '1500.00', reason: 'growing shop' };
+    const unsigned = await postIncrease(fields);
+    expect(unsigned.statusCode).toBe(422);
+    expect(unsigned.json().detail.map((item: { loc: string[] }) => item.loc.at(-1)).sort()).toEqual(['device_signature', 'operation_timestamp']);
+    // A stranger signs for the device's owner (owner_id left out, or named): refused.
+    for (const named of [{}, { owner_id: wallet.pubkey }]) {
+      const forged = await requestIncrease(wallet, { ...fields, ...named }, { signer: stranger });
+      expect(forged.statusCode).toBe(422);
+      expect(forged.json().detail[0]).toMatchObject({ type: 'SIGNATURE_INVALID' });
+    }
+    // The owner's signature over other amounts or another device does not carry over.
+    const signed = limitIncreaseBody(wallet, fields);
+    expect((await postIncrease({ ...signed, requested_max_amount: '900.00' })).json().detail[0]).toMatchObject({ type: 'SIGNATURE_INVALID' });
+    const stale = await requestIncrease(wallet, fields, { operationTimestampMs: Date.now() - t.config.CLOCK_TOLERANCE_MS - 60_000 });
+    expect(stale.json().detail[0]).toMatchObject({ type: 'AUTHORIZATION_STALE' });
+    const { rows } = await t.db.pool.query('SELECT 1 FROM plc_limit_requests WHERE device_id = $1', [deviceId]);
+    expect(rows).toEqual([]);
+    // The owner's own request goes through; the same signed request again is a replay.
+    const opened = await postIncrease(signed);
+    expect(opened.statusCode).toBe(200);
+    expect(opened.json()).toMatchObject({ owner_id: wallet.pubkey, status: 'PENDING' });
+    const replayed = await postIncrease(signed);
+    expect(replayed.statusCode).toBe(409);
+    expect(replayed.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+  });
+
+  it("another owner's pending request on a shared device never locks the owner out", async () => {
+    const { wallet: owner, deviceId } = await ownerWithDevice();
+    // Someone else registers a PLC from the same device (a shared phone, or a stranger's X-Device-ID) and asks first.
+    const other = newWallet();
+    await t.deposit(other.pubkey, '100.00');
+    expect((await create(other, 100n, deviceId)).statusCode).toBe(200);
+    const fields = { device_id: deviceId, requested_max_amount: '800.00', requested_daily_limit: '1500.00', reason: 'mine' };
+    const first = await requestIncrease(other, fields);
+    expect(first.statusCode).toBe(200);
+    expect(first.json()).toMatchObject({ owner_id: other.pubkey, status: 'PENDING' });
+    // The owner's own request is still taken, and is the owner's.
+    const own = await requestIncrease(owner, { ...fields, owner_id: owner.pubkey, reason: 'my shop' });
+    expect(own.statusCode).toBe(200);
+    expect(own.json()).toMatchObject({ owner_id: owner.pubkey, status: 'PENDING' });
+    const { rows } = await t.db.pool.query<{ owner_id: string }>(`SELECT owner_id FROM plc_limit_requests WHERE device_id = $1 AND status = 'PENDING' ORDER BY owner_id`, [deviceId]);
+    expect(rows.map((row) => row.owner_id)).toEqual([owner.pubkey, other.pubkey].sort());
+    // Only the owner's own open request stands in its way; a refused request gives its signature back.
+    const againBody = limitIncreaseBody(owner, { ...fields, owner_id: owner.pubkey, reason: 'again' });
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const again = await postIncrease(againBody);
+      expect(again.json()).toMatchObject({ code: 'LIMIT_REQUEST_ALREADY_OPEN', details: { open_request_id: own.json().request_id, owner_id: owner.pubkey } });
+    }
+  });
+
+  it('opens one PENDING request per device and owner, findable by device and owner; an approval sets the override, used by create; a second decision is 409', async () => {
+    const { wallet, deviceId } = await ownerWithDevice();
+    const opened = await requestIncrease(wallet, { device_id: deviceId, requested_max_amount: '800.00', requested_daily_limit: '1500.00', reason: 'growing shop' });
     expect(opened.statusCode).toBe(200);
     const request = opened.json();
     expect(request).toMatchObject({
@@ -171,7 +227,7 @@ describe('increase requests and their review', () => {
     expect(description.typedSearchAttributes.get(referenceIdKey)).toBe(request.request_id);
     expect(description.typedSearchAttributes.get(businessStatusKey)).toBe('PENDING');
 
-    const second = await requestIncrease({ device_id: deviceId, requested_max_amount: '900.00', requested_daily_limit: '1500.00', reason: 'again' });
+    const second = await requestIncrease(wallet, { device_id: deviceId, requested_max_amount: '900.00', requested_daily_limit: '1500.00', reason: 'again' });
     expect(second.statusCode).toBe(409);
     expect(second.json()).toMatchObject({ code: 'LIMIT_REQUEST_ALREADY_OPEN', details: { open_request_id: request.request_id } });
 
@@ -209,12 +265,12 @@ describe('increase requests and their review', () => {
     // The same owner from another device has its tier's limits.
     expect((await create(wallet, 60_000n, deviceOf())).statusCode).toBe(422);
     // Decided: a new request may be opened.
-    expect((await requestIncrease({ device_id: deviceId, requested_max_amount: '900.00', requested_daily_limit: '1500.00', reason: 'more' })).statusCode).toBe(200);
+    expect((await requestIncrease(wallet, { device_id: deviceId, requested_max_amount: '900.00', requested_daily_limit: '1500.00', reason: 'more' })).statusCode).toBe(200);
   });
 
   it('a rejection changes no limit; of two decisions sent at once, one is recorded and the other is a 409', async () => {
-    const { deviceId } = await ownerWithDevice();
-    const request = (await requestIncrease({ device_id: deviceId, requested_max_amount: '600.00', requested_daily_limit: '1000.00', reason: 'why not' })).json();
+    const { wallet, deviceId } = await ownerWithDevice();
+    const request = (await requestIncrease(wallet, { device_id: deviceId, requested_max_amount: '600.00', requested_daily_limit: '1000.00', reason: 'why not' })).json();
     const both = await Promise.all([
       decide(request.request_id, { decision: 'REJECT', note: 'no history yet' }),
       decide(request.request_id, { decision: 'REJECT', note: 'no history yet' }),
@@ -233,43 +289,68 @@ describe('increase requests and their review', () => {
   });
 });
 
+describe('reputation settings', () => {
+  it('the API writes REPUTATION_* into reputation_settings at start, where the SQL rules read them', async () => {
+    const configured = await createTestApp({ REPUTATION_DUST_MINOR: '500', REPUTATION_GAIN_WINDOW_SECONDS: '60', REPUTATION_TRUSTED_MIN_AGE_SECONDS: '2', REPUTATION_PREMIUM_MIN_COUNTERPARTIES: '7' });
+    try {
+      await configured.app.ready();
+      const { rows } = await configured.db.pool.query(
+        'SELECT dust_minor::text, gain_window_ms::text, gain_per_window_max, trusted_age_min_ms::text, premium_counterparties_min FROM reputation_settings',
+      );
+      expect(rows).toEqual([{ dust_minor: '500', gain_window_ms: '60000', gain_per_window_max: 50, trusted_age_min_ms: '2000', premium_counterparties_min: 7 }]);
+    } finally {
+      await configured.close();
+    }
+  });
+});
+
 describe('reputation routes', () => {
   it('stats, list, detail and history of owners moved by real events (creates, a settled and a failed redemption)', async () => {
-    const [issuer, bearer] = [newWallet(), newWallet()];
+    const [issuer, bearer, first] = [newWallet(), newWallet(), newWallet()];
     await t.deposit(issuer.pubkey, '500.00');
     const deviceId = deviceOf();
     const activities = createRedemptionActivities({ pool: t.db.pool, gateway: {} as never, temporal: {} as never });
-    const redeem = async (amountMinor: bigint, outcome: 'SETTLED' | 'FAILED') => {
+    const redeem = async (to: TestWallet, amountMinor: bigint, outcome: 'SETTLED' | 'FAILED') => {
       const plc = await t.issuePlc(issuer, amountMinor, { 'x-device-id': deviceId });
-      const input = openRedemptionInput(hop(plc, issuer, bearer), bearer, deviceId);
+      // The bearer redeems from a phone of its own: a payer and a bearer on one device are one owner.
+      const input = openRedemptionInput(hop(plc, issuer, to), to, `phone-${to.pubkey.slice(0, 8)}`);
       await activities.openRedemption(input);
       await finishRedemption(t.db.pool, input.redemptionId, outcome === 'SETTLED' ? { status: 'SETTLED', gatewayStatus: 'DONE' } : { status: 'FAILED', gatewayStatus: 'FAILED', reason: 'test' });
       return input.redemptionId;
     };
-    const settled = await redeem(25_000n, 'SETTLED');
-    const failed = await redeem(1_000n, 'FAILED');
+    // The issuer's first payee: a pair that has only paid each other then, so no points.
+    const firstSettled = await redeem(first, 2_000n, 'SETTLED');
+    const settled = await redeem(bearer, 25_000n, 'SETTLED');
+    const failed = await redeem(bearer, 1_000n, 'FAILED');
 
-    // The bearer: +5 +2 (250.00 settled), -10 (a failed redemption).
+    // The bearer: +25 (250.00 from an independent payer: +5 and 1 per 10.00, at most +20), -10 (a failed redemption).
     const detail = await adminGet(`/reputation/${bearer.pubkey}`);
     expect(detail.statusCode).toBe(200);
     expect(detail.json()).toMatchObject({
       owner_id: bearer.pubkey,
-      score: 497,
+      score: 515,
       tier: 'STANDARD',
+      current_score: 515,
+      current_tier: 'STANDARD',
+      counterparties: 1,
       sanctioned: false,
       settled_volume: '250.00',
       events: 2,
       tier_bounds: { score_min: 400, score_max: 599 },
-      next_tier: { tier: 'TRUSTED', points_needed: 103 },
+      next_tier: { tier: 'TRUSTED', points_needed: 85 },
       limits: { max_amount: '500.00', daily_limit: '1025.00', tier_max_amount_bp: 5000, tier_daily_limit_bp: 5000 },
     });
     const history = await adminGet(`/reputation/${bearer.pubkey}/history?limit=10`);
-    expect(history.json().map((event: Record<string, unknown>) => [event.kind, event.delta, event.reference, event.score_after, event.tier_after])).toEqual([
-      ['REDEMPTION_FAILED', -10, failed, 497, 'STANDARD'],
-      ['REDEMPTION_SETTLED', 7, settled, 507, 'STANDARD'],
+    expect(history.json().map((event: Record<string, unknown>) => [event.kind, event.delta, event.reference, event.score_after, event.tier_after, event.counterparty, event.credit_eligible])).toEqual([
+      ['REDEMPTION_FAILED', -10, failed, 515, 'STANDARD', null, null],
+      ['REDEMPTION_SETTLED', 25, settled, 525, 'STANDARD', issuer.pubkey, true],
     ]);
     expect((await adminGet(`/reputation/${bearer.pubkey}/history?limit=1`)).json()).toHaveLength(1);
-    expect((await adminGet(`/reputation/${issuer.pubkey}`)).json()).toMatchObject({ score: 502 });
+    // Issuing earns nothing; the first payee's settlement was not independent.
+    expect((await adminGet(`/reputation/${issuer.pubkey}`)).json()).toMatchObject({ score: 500 });
+    expect((await adminGet(`/reputation/${first.pubkey}/history`)).json()).toEqual([
+      expect.objectContaining({ kind: 'REDEMPTION_SETTLED', delta: 0, reference: firstSettled, counterparty: issuer.pubkey, credit_eligible: false }),
+    ]);
 
     const stats = await adminGet('/reputation/stats');
     expect(stats.statusCode).toBe(200);

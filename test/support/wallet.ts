@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { signLimitIncrease } from '../../src/limits/increase-request.ts';
 import * as ed from '@noble/ed25519';
 import { sha256, sha512 } from '@noble/hashes/sha2.js';
 import {
@@ -117,4 +118,29 @@ export function hopToRawKey(plc: Plc, from: TestWallet, recipientPublicKey: Uint
   };
   const signature = sign(encodeTransferMessage(record), from.keys.secretKey);
   return { ...plc, transferChain: [...plc.transferChain, { ...record, signature, hash: computeRecordHash(record) }] };
+}
+
+/**
+ * A limit increase request body signed by `owner` (docs/limits-and-fees.md, "Increase requests"):
+ * the amounts are decimals of 2 places, signed as minor units. `signer` signs instead of the owner
+ * (a stranger's attempt); `operationTimestampMs` defaults to now.
+ */
+export function limitIncreaseBody(
+  owner: TestWallet,
+  request: { device_id: string; requested_max_amount: string; requested_daily_limit: string; reason: string; owner_id?: string },
+  options: { signer?: TestWallet; operationTimestampMs?: number } = {},
+): Record<string, unknown> {
+  const operationTimestampMs = options.operationTimestampMs ?? Date.now();
+  const minor = (amount: string) => (/^\d+\.\d{2}$/.test(amount) ? BigInt(amount.replace('.', '')) : null);
+  const maxMinor = minor(request.requested_max_amount);
+  const dailyMinor = minor(request.requested_daily_limit);
+  // An amount the server refuses before it looks at the signature: any signature of the right form.
+  if (maxMinor === null || dailyMinor === null || maxMinor === 0n || dailyMinor === 0n) {
+    return { ...request, operation_timestamp: operationTimestampMs, device_signature: '0'.repeat(128) };
+  }
+  const signed = signLimitIncrease(
+    { requestedMaxAmountMinor: maxMinor, requestedDailyLimitMinor: dailyMinor, operationTimestampMs, deviceId: request.device_id },
+    (options.signer ?? owner).keys.secretKey,
+  );
+  return { ...request, operation_timestamp: operationTimestampMs, device_signature: bytesToHex(signed.signature) };
 }

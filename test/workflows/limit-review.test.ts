@@ -7,7 +7,7 @@ import { limitReviewWorkflow } from '../../workflows/limit-review.ts';
 import { businessStatusKey, deviceIdKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { eventually } from '../support/temporal-cli.ts';
-import { issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { issue, limitIncreaseBody, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
 import { replayAndRecord } from '../support/histories.ts';
 
 /**
@@ -37,11 +37,11 @@ async function ownerWithDevice(): Promise<{ wallet: TestWallet; deviceId: string
   return { wallet, deviceId };
 }
 
-async function openRequest(deviceId: string): Promise<{ request_id: string; workflow_id: string }> {
+async function openRequest(wallet: TestWallet, deviceId: string): Promise<{ request_id: string; workflow_id: string }> {
   const response = await t.app.inject({
     method: 'POST',
     url: '/api/v1/plc/limits/increase-request',
-    payload: { device_id: deviceId, requested_max_amount: '4000.00', requested_daily_limit: '15000.00', reason: 'wholesale orders' },
+    payload: limitIncreaseBody(wallet, { device_id: deviceId, requested_max_amount: '4000.00', requested_daily_limit: '15000.00', reason: 'wholesale orders' }),
   });
   expect(response.statusCode).toBe(200);
   return response.json();
@@ -53,7 +53,7 @@ const decide = (requestId: string, payload: Record<string, unknown>) =>
 describe('limit-review workflow', () => {
   it('approved: the decision update records the approval and the override; BusinessStatus APPROVED', async () => {
     const { wallet, deviceId } = await ownerWithDevice();
-    const request = await openRequest(deviceId);
+    const request = await openRequest(wallet, deviceId);
     const found = await eventually(async () => {
       for await (const execution of t.temporal.workflow.list({ query: `DeviceId = "${deviceId}" AND OwnerId = "${wallet.pubkey}"` })) return execution.workflowId;
       return undefined;
@@ -71,8 +71,8 @@ describe('limit-review workflow', () => {
   });
 
   it('rejected: BusinessStatus REJECTED, no override', async () => {
-    const { deviceId } = await ownerWithDevice();
-    const request = await openRequest(deviceId);
+    const { wallet, deviceId } = await ownerWithDevice();
+    const request = await openRequest(wallet, deviceId);
     expect((await decide(request.request_id, { decision: 'REJECT', note: 'not yet' })).json()).toMatchObject({ status: 'REJECTED' });
     const handle = t.temporal.workflow.getHandle(request.workflow_id);
     expect(await handle.result()).toMatchObject({ status: 'REJECTED' });
@@ -119,7 +119,7 @@ describe('limit-review workflow', () => {
     const refused = await t.app.inject({
       method: 'POST',
       url: '/api/v1/plc/limits/increase-request',
-      payload: { device_id: deviceId, requested_max_amount: '4000.00', requested_daily_limit: '15000.00', reason: 'again' },
+      payload: limitIncreaseBody(wallet, { device_id: deviceId, requested_max_amount: '4000.00', requested_daily_limit: '15000.00', reason: 'again' }),
     });
     expect(refused.json()).toMatchObject({ code: 'LIMIT_REQUEST_ALREADY_OPEN', details: { open_request_id: requestId } });
 
