@@ -5,7 +5,8 @@ import { postTransaction } from '../../db/ledger.ts';
 import { moneyModel } from '../../src/ledger/money-model.ts';
 import type { TestApp } from '../support/app.ts';
 import { balanceOf, expectLedgerConsistent, reconcileRequest, reconcileTestApp, transactionsUnder } from '../support/reconcile.ts';
-import { issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { hop, issue, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
+import { bytesToHex, chainHeadHash } from '../../src/protocol/index.ts';
 
 /**
  * The reconcile tools that repair a settlement row's own booking (release-expired-promises,
@@ -185,7 +186,13 @@ describe('fix-failed-pending: redemption and charge tables', () => {
   it('books the REDEEM_FAILED (PLC reverted) and CHARGE_FAILED that FAILED rows lack, once', async () => {
     const [issuer, bearer] = [newWallet(), newWallet()];
     await fund(issuer.pubkey, 1000n);
-    const tokenId = await issued(issuer, 300n);
+    const plc = issue(issuer, { amountMinor: 300n });
+    expect((await t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
+    const tokenId = plc.commitment.tokenId;
+    // The hop to the bearer registered: the redemption below redeems its head (ledger verify checks it).
+    const toBearer = hop(plc, issuer, bearer);
+    expect((await t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(toBearer) } })).statusCode).toBe(200);
+    const headHash = bytesToHex(chainHeadHash(toBearer));
     // A redemption opened (REDEEM_REQUESTED booked) and marked FAILED without its booking.
     const redemptionId = randomUUID();
     const requested = moneyModel.redeemRequested({ issuerId: issuer.pubkey, bearerId: bearer.pubkey, currency: 'BRL', amountMinor: 300n });
@@ -200,7 +207,7 @@ describe('fix-failed-pending: redemption and charge tables', () => {
       `INSERT INTO redemptions (id, token_id, bearer_pubkey, bearer_owner_id, issuer_owner_id, amount_minor, currency, rail, destination,
                                 destination_type, head_hash, chain_length, status, request_tx_id, fail_tx_id, device_id, failure_reason, finished_at)
        VALUES ($1, $2, $3, $3, $4, 300, 'BRL', 'pix', 'payee@example.com', 'EMAIL', $5, 1, 'FAILED', $6, gen_random_uuid(), 'd', 'test', now())`,
-      [redemptionId, tokenId, bearer.pubkey, issuer.pubkey, hex(32), request.transactionId],
+      [redemptionId, tokenId, bearer.pubkey, issuer.pubkey, headHash, request.transactionId],
     );
     await t.db.pool.query('UPDATE plcs SET redemption_id = $2 WHERE token_id = $1', [tokenId, redemptionId]);
     const chargeOwner = `ffp-${randomUUID().slice(0, 8)}`;
