@@ -13,7 +13,7 @@ export const settlementRequest = z
     settlement_rail: z.enum(['pix', 'boleto']),
     destination: z
       .union([
-        z.strictObject({ pix_key: z.string().min(1).max(77) }),
+        z.strictObject({ pix_key: z.string().min(1).max(320).describe('a Pix key as DICT stores it (docs/settlement.md, "Pix keys"), as signed') }),
         z.strictObject({ boleto_line: z.string().min(1).max(140).describe("the boleto's digitable line, digits only (47 or 48), as signed") }),
       ])
       .describe('pix_key for rail pix, boleto_line for rail boleto'),

@@ -1,6 +1,6 @@
 import { DomainError } from '../errors.ts';
 import { checkBoletoLine, type BoletoCheck } from './boleto.ts';
-import { pixKeyType, type PixKeyType } from './pix-key.ts';
+import { pixKeyRefusal, pixKeyType, type PixKeyType } from './pix-key.ts';
 
 /**
  * Where a redemption pays out, decided from the redeem authorisation before any money moves
@@ -43,7 +43,7 @@ export function checkPayoutDestination(
   if (rail === 'pix') {
     const destinationType = pixKeyType(destination);
     if (destinationType === null) {
-      throw new DomainError('UNSUPPORTED_RAIL', 'the destination is not a valid Pix key (CPF, CNPJ, e-mail, +55 phone or random key)', {
+      throw new DomainError('UNSUPPORTED_RAIL', `the destination is not a valid Pix key: ${pixKeyRefusal(destination)}`, {
         field: 'authorization.destination',
       });
     }
