@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { examplePlcPayloadBase64, examplePlcTransferred, exampleRedeemAuthorization, exampleRedemptionId, exampleTokenId } from '../schemas/examples.ts';
 import { getRedemption, listRedemptions, type RedemptionRow } from '../../db/redemptions.ts';
 import { DomainError } from '../../src/errors.ts';
+import { payoutRailOf } from '../../src/settlement/payout-destination.ts';
 import {
   chainHeadHash,
   currentBearer,
@@ -92,7 +93,9 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const plc = plcFromJson(request.body.plc);
-      return redeem(request, plc, redeemAuthorizationFromJson(request.body.authorization), 'plc');
+      const { authorization } = request.body;
+      const rail = payoutRailOf(authorization.settlement_rail, 'authorization.settlement_rail', { signed: true });
+      return redeem(request, plc, redeemAuthorizationFromJson({ ...authorization, settlement_rail: rail }), 'plc');
     },
   );
 
@@ -103,7 +106,7 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
         tags: ['redemption'],
         summary: 'Protocol-level redemption: plc_payload is the base64 PLC JSON; bearer_signature signs the redeem message',
         description:
-          'The same operation as `POST /api/v1/redeem/`, in the protocol\'s integrator shape: the PLC as base64 JSON, the redeem authorisation spelled out field by field (the bearer and chain head are those of the payload); `destination` is `{pix_key}` for rail pix, `{boleto_line}` (the digitable line, digits only) for rail boleto (422 `UNSUPPORTED_RAIL` when it does not fit the rail). Same checks, same answer, same Idempotency-Key scope.',
+          'The same operation as `POST /api/v1/redeem/`, in the protocol\'s integrator shape: the PLC as base64 JSON, the redeem authorisation spelled out field by field (the bearer and chain head are those of the payload); `destination` is `{pix_key}` for rail pix, `{boleto_line}` (the digitable line, digits only) for rail boleto (422 `UNSUPPORTED_RAIL` when it does not fit the rail); `settlement_rail` is `pix` or `boleto` (`PIX` and `BOLETO` are read as those; any other rail, `ted` say, is 422 `UNSUPPORTED_RAIL`). Same checks, same answer, same Idempotency-Key scope.',
         headers,
         body: settlementRequest,
         requestExample: {
@@ -130,14 +133,15 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
         const plc = parse(json, 'plc_payload');
         if (plc.commitment.tokenId !== request.body.plc_id) throw new DomainError('PLC_MISMATCH', 'plc_id is not the payload token id');
         const { destination } = request.body;
+        const rail = payoutRailOf(request.body.settlement_rail, 'settlement_rail', { signed: false });
         const destinationText = 'pix_key' in destination ? destination.pix_key : destination.boleto_line;
-        if (('pix_key' in destination ? 'pix' : 'boleto') !== request.body.settlement_rail) {
+        if (('pix_key' in destination ? 'pix' : 'boleto') !== rail) {
           throw new DomainError('UNSUPPORTED_RAIL', 'the destination does not fit the rail: pix_key for pix, boleto_line for boleto', { field: 'destination' });
         }
         const authorization: RedeemAuthorization = {
           tokenId: request.body.plc_id,
           headHash: chainHeadHash(plc),
-          settlementRail: request.body.settlement_rail,
+          settlementRail: rail,
           destination: destinationText,
           timestampMs: request.body.timestamp_ms,
           bearerPublicKey: currentBearer(plc),
