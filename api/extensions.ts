@@ -31,6 +31,11 @@ export const routeExtensions: readonly RouteExtension[] = [
       "the bearer follows its own redemption (status, amounts, the gateway's transfer id once known) without admin rights; the spec only offers the admin list and the gateway transfer's status by a transfer id the bearer never learns. The redemption id (a random UUID v4 given only in the redeem answer, as status_url) is the key",
   },
   {
+    operation: 'GET /api/v1/plc/{token_id}/redemptions',
+    reason:
+      "the bearer finds its redemption by the token id it holds when the redeem answer (the only place the redemption id is given) was lost or timed out (issue 34); the spec lists redemptions for admins only",
+  },
+  {
     operation: 'GET /api/v1/plc/{token_id}/json',
     reason:
       "the PLC in the protocol's JSON form (docs/protocol.md section 12) with its registered chain, readable without admin rights: a wallet that lost its copy, or a holder checking what the server registered, gets exactly what it verifies and redeems; the spec's status and chain routes each give only part of it",

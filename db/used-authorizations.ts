@@ -61,3 +61,13 @@ export async function isAuthorizationUsed(db: Queryable, authorizationHash: stri
   });
   return row !== null;
 }
+
+/** What an accepted authorisation authorised (its `reference_id`: a redemption id, a cancelled PLC's token id); null when it was not accepted. */
+export async function authorizationReference(db: Queryable, authorizationHash: string): Promise<string | null> {
+  const row = await maybeOne(db, z.object({ reference_id: z.string() }), {
+    name: 'used-authorization-reference',
+    text: 'SELECT reference_id FROM used_authorizations WHERE authorization_hash = $1',
+    values: [authorizationHash],
+  });
+  return row?.reference_id ?? null;
+}

@@ -6,7 +6,7 @@ import { exampleCancelAuthorization, examplePlcIssued, examplePlcTransferred, ex
 import { getPlc, listIssuerActive, listTransfers } from '../../db/plcs.ts';
 import { DomainError } from '../../src/errors.ts';
 import { expiryDueAtMs } from '../../src/plc/lifecycle.ts';
-import { isAuthorizationUsed, recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
+import { authorizationReference, recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
 import { ceilingsOf, deviceLimits } from '../../services/plc-limits.ts';
 import {
   bytesToHex,
@@ -94,6 +94,12 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       const nowMs = Date.now();
       const freshness = checkFreshness(commitment.createdAtMs, nowMs, toleranceMs);
       if (!freshness.ok) {
+        // A late retry of a create that happened (its answer lost; docs/protocol.md 9.4, "A retry
+        // finds its result") gets the PLC it issued, in its current state, not PLC_NOT_FRESH.
+        const issued = await getPlc(pool, commitment.tokenId);
+        if (issued !== null && issued.commitment_hash === bytesToHex(plc.commitmentHash)) {
+          return { ...toPlcStatus(issued), workflow_id: `plc-${issued.token_id}`, issue_transaction_id: issued.issue_tx_id, created: false };
+        }
         throw new DomainError('PLC_NOT_FRESH', `created_at must be within ${toleranceMs} ms of the server clock`, {
           field: `${field}.created_at`,
         });
@@ -321,10 +327,6 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       if (!withSignatureVerifier(nodeVerifyEd25519, () => verifyCancel(authorization))) {
         throw new DomainError('SIGNATURE_INVALID', 'the cancel signature does not verify', { field: 'authorization.signature' });
       }
-      if (!checkFreshness(body.timestamp_ms, Date.now(), toleranceMs).ok) {
-        throw new DomainError('AUTHORIZATION_STALE', `the authorisation must be signed within ${toleranceMs} ms of now`, { field: 'authorization.timestamp_ms' });
-      }
-      // Each authorisation is accepted once (docs/protocol.md 9.4), whatever its Idempotency-Key.
       const used = {
         authorizationHash: bytesToHex(cancelAuthorizationHash(authorization)),
         kind: 'cancel' as const,
@@ -333,13 +335,32 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         referenceId: tokenId,
         signedAtMs: body.timestamp_ms,
       };
-      if (await isAuthorizationUsed(pool, used.authorizationHash)) throw authorizationReplayed();
+      // Each authorisation is accepted once (docs/protocol.md 9.4), whatever its Idempotency-Key;
+      // but a retry with an Idempotency-Key of a cancel whose answer was lost (9.4, "A retry finds
+      // its result") gets the cancellation it made, or, when its first attempt stopped between
+      // claiming the authorisation and cancelling, runs the cancel again (the update is the PLC
+      // workflow's, which cancels once).
+      const usedFor = await authorizationReference(pool, used.authorizationHash);
+      const retry = request.idempotencyClaim !== null && usedFor === tokenId;
+      if (retry && row.status === 'CANCELLED' && row.final_tx_id !== null) {
+        return {
+          token_id: tokenId,
+          status: 'CANCELLED' as const,
+          released_amount: money(row.amount_minor, row.currency),
+          currency: row.currency,
+          transaction_id: row.final_tx_id,
+        };
+      }
+      if (!checkFreshness(body.timestamp_ms, Date.now(), toleranceMs).ok) {
+        throw new DomainError('AUTHORIZATION_STALE', `the authorisation must be signed within ${toleranceMs} ms of now`, { field: 'authorization.timestamp_ms' });
+      }
+      if (usedFor !== null && !retry) throw authorizationReplayed();
       if (row.status !== 'ISSUED' || row.chain_length > 0) {
         throw new DomainError('PLC_NOT_CANCELLABLE', `a ${row.status} PLC cannot be cancelled`, { status: row.status, chain_length: row.chain_length });
       }
       // Claimed before the cancel runs (of two identical cancels racing, one claims it) and
       // released if the cancel is refused: only a cancel that happened keeps its authorisation.
-      if (!(await recordAuthorization(pool, used))) throw authorizationReplayed();
+      if (!retry && !(await recordAuthorization(pool, used))) throw authorizationReplayed();
       let state;
       try {
         state = await withDomainErrors(() => temporal.workflow.getHandle(`plc-${tokenId}`).executeUpdate(cancelPlcUpdate));

@@ -17,6 +17,7 @@ import {
   type RedeemAuthorization,
 } from '../../src/protocol/index.ts';
 import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
+import { idempotentObjectId } from '../plugins/idempotency.ts';
 import { adminErrors, errorResponse, pageQuery, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
 import { money } from '../schemas/money.ts';
@@ -60,7 +61,9 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
 
   async function redeem(request: FastifyRequest, plc: Plc, authorization: RedeemAuthorization, field: 'plc' | 'plc_payload') {
     const route = field === 'plc' ? 'redeem' : 'settlements';
-    return toRedemptionResponse(await redemptions.openRedemption({ plc, authorization, field, route, deviceId: deviceIdOf(request) ?? '-' }));
+    // With an Idempotency-Key the redemption's id is derived from it: a retry finds what the first attempt opened.
+    const redemptionId = idempotentObjectId(request);
+    return toRedemptionResponse(await redemptions.openRedemption({ plc, authorization, field, route, deviceId: deviceIdOf(request) ?? '-', redemptionId }));
   }
 
   function parse(json: unknown, field: string): Plc {
@@ -171,6 +174,23 @@ export async function redeemRoutes(app: FastifyInstance): Promise<void> {
       if (row === null) throw new DomainError('NOT_FOUND', 'no such redemption');
       return toRedemptionResponse(row);
     },
+  );
+
+  routes.get(
+    '/plc/:token_id/redemptions',
+    {
+      schema: {
+        tags: ['redemption'],
+        summary: "A PLC's redemptions, newest first, at most 20: how a bearer whose redeem answer was lost finds its redemption by the token id",
+        description:
+          "Every redemption opened for this PLC, newest first, at most 20 (a PLC has at most one in flight or settled; the others FAILED), each as `GET /api/v1/redemptions/{redemption_id}` answers it. A bearer whose redeem timed out or lost its answer finds its redemption here by the token id it holds (or retries with the same Idempotency-Key and body, which answers the same redemption: docs/protocol.md 9.4). An empty list when there is none, whether or not the PLC is known. Counted in the rate limit of the redemption status route.",
+        params: z.object({ token_id: z.string().uuid() }),
+        requestExample: { params: { token_id: exampleTokenId } },
+        response: { 200: z.array(redemptionResponse), 429: errorResponse, ...standardErrors },
+      },
+      config: deviceRateLimit('redemption-status', config.RATE_LIMIT_PLC_PER_MINUTE),
+    },
+    async (request) => (await listRedemptions(pool, { tokenId: request.params.token_id }, { limit: 20, offset: 0 })).map(toRedemptionResponse),
   );
 
   routes.get(

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytesToHex, chainHeadHash, currentBearer, plcToJson, signRedeem, type Plc } from '../../src/protocol/index.ts';
+import { bytesToHex, chainHeadHash, currentBearer, plcFromJson, plcToJson, redeemAuthorizationFromJson, signRedeem, type Plc } from '../../src/protocol/index.ts';
+import { derivedUuid, idempotencyRequestHash } from '../../api/plugins/idempotency.ts';
 import { loadDocument, operationsOf } from '../support/openapi.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { cancelBody, hop, issue, newWallet, type TestWallet } from '../support/wallet.ts';
@@ -260,5 +261,98 @@ describe('Idempotency-Key', () => {
     const corrected = await send('POST /api/v1/balance/deposit', key, { owner_id: owner, amount: '1.00', currency: 'BRL' }, h.admin);
     expect(corrected.statusCode, corrected.body).toBe(200);
     expect(corrected.headers['x-idempotency-replayed']).toBeUndefined();
+  });
+});
+
+/**
+ * A retry always finds its result (docs/protocol.md 9.4, "A retry finds its result"): the first
+ * attempt committed but its answer was lost (the process died before the Idempotency-Key's answer
+ * was stored, the connection dropped, or a dependency's deadline answered 503 while the work went
+ * on, which releases the key): simulated by deleting the key's record after the first attempt.
+ * The retry with the same key and body answers what the first attempt created, not a refusal of
+ * the work as done, and does nothing twice.
+ */
+describe('a retry whose first answer was lost after the commit', () => {
+  type Body = Record<string, unknown>;
+  const sameRedemption = async (first: Body, again: Body) => {
+    expect(again).toMatchObject({ redemption_id: first.redemption_id, token_id: first.token_id, amount: first.amount });
+    // One redemption, found by the bearer by its token id too.
+    const listed = await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${String(first.token_id)}/redemptions`, headers: device });
+    expect(listed.statusCode, listed.body).toBe(200);
+    expect(listed.json().map((row: Body) => row.redemption_id)).toEqual([first.redemption_id]);
+  };
+  const samePlc = async (first: Body, again: Body) => {
+    expect(again).toMatchObject({ token_id: first.token_id, issue_transaction_id: first.issue_transaction_id, created: false });
+    const promised = (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${String(first.issuer_pubkey)}` })).json();
+    expect(promised.promised).toBe(first.amount);
+  };
+  const sameBalance = async (first: Body, again: Body) => {
+    expect(again).toEqual(first);
+  };
+  const outcomes: Record<string, (first: Body, again: Body) => Promise<void>> = {
+    'POST /api/v1/plc/create': samePlc,
+    'POST /api/v1/plcs': samePlc,
+    'POST /api/v1/plc/{token_id}/cancel': async (first, again) => {
+      expect(again).toEqual(first);
+    },
+    'POST /api/v1/redeem/': sameRedemption,
+    'POST /api/v1/settlements': sameRedemption,
+    'POST /api/v1/balance/deposit': sameBalance,
+    'POST /api/v1/dev/owners/{owner_id}/fund': sameBalance,
+  };
+
+  it.each(Object.keys(outcomes))('%s: the same key and body answers what the first attempt created, nothing twice', async (operation) => {
+    const { body, headers, url } = await (table[operation] as () => Promise<Case>)();
+    const key = `idem-${randomUUID()}`;
+    const first = await send(operation, key, body, headers, url);
+    expect(first.statusCode, first.body).toBe(200);
+    await h.t.db.pool.query('DELETE FROM idempotency_records WHERE key = $1', [key]);
+    const again = await send(operation, key, body, headers, url);
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.headers['x-idempotency-replayed']).toBeUndefined();
+    await (outcomes[operation] as (first: Body, again: Body) => Promise<void>)(first.json(), again.json());
+  });
+
+  it('a redemption the first attempt opened while its answer timed out (the service ran, the route answered 503) is the retry\'s answer, in its current state', async () => {
+    const { plc, issuer, bearer } = await issuedPlc();
+    const held = hop(plc, issuer, bearer);
+    const body = redeemBody(held, bearer, pixKey);
+    const key = `idem-${randomUUID()}`;
+    // What the first attempt did before its deadline: the service opened the redemption under the
+    // id the route derives from the key and body; the route's answer never reached the client.
+    const redemptionId = derivedUuid(`idempotency|redeem|${key}|${idempotencyRequestHash(body)}`);
+    const opened = await h.t.app.services.redemptions.openRedemption({
+      plc: plcFromJson(body.plc),
+      authorization: redeemAuthorizationFromJson(body.authorization),
+      field: 'plc',
+      route: 'redeem',
+      deviceId: device['x-device-id'],
+      redemptionId,
+    });
+    const again = await send('POST /api/v1/redeem/', key, body, device);
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.json()).toMatchObject({ redemption_id: opened.id, status: opened.status });
+    // Before this change the retry was refused with 409 AUTHORIZATION_REPLAYED and the client never learnt the id.
+    const otherKey = await send('POST /api/v1/redeem/', `idem-${randomUUID()}`, body, device);
+    expect(otherKey.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+  });
+
+  it('the same signed redeem or cancel under another key, or a cancel without a key, is still AUTHORIZATION_REPLAYED', async () => {
+    const { plc, issuer, bearer } = await issuedPlc();
+    const held = hop(plc, issuer, bearer);
+    const body = redeemBody(held, bearer, pixKey);
+    expect((await send('POST /api/v1/redeem/', `idem-${randomUUID()}`, body, device)).statusCode).toBe(200);
+    const other = await send('POST /api/v1/redeem/', `idem-${randomUUID()}`, body, device);
+    expect(other.statusCode).toBe(409);
+    expect(other.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+    const noKey = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: body });
+    expect(noKey.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+
+    const issued = await issuedPlc();
+    const cancel = cancelBody(issued.plc, issued.issuer, Date.now());
+    const cancelUrl = `/api/v1/plc/${issued.plc.commitment.tokenId}/cancel`;
+    expect((await send('POST /api/v1/plc/{token_id}/cancel', `idem-${randomUUID()}`, cancel, device, cancelUrl)).statusCode).toBe(200);
+    const replayed = await h.t.app.inject({ method: 'POST', url: cancelUrl, headers: device, payload: cancel });
+    expect(replayed.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
   });
 });
