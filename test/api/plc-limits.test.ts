@@ -111,7 +111,17 @@ describe('GET /api/v1/plc/limits/{device_id}', () => {
     // They are the limits that apply: a new owner's first PLC on that device is held to them.
     const wallet = newWallet();
     await t.deposit(wallet.pubkey, '5000.00');
-    expect((await create(wallet, 50_001n, deviceId)).json()).toMatchObject({ detail: [{ type: 'PLC_AMOUNT_ABOVE_MAXIMUM' }] });
+    // The 422 carries the refusal's details as its item's ctx (docs/errors.md), amounts as decimal strings.
+    expect((await create(wallet, 50_001n, deviceId)).json()).toEqual({
+      detail: [
+        {
+          loc: ['body', 'amount'],
+          msg: expect.any(String),
+          type: 'PLC_AMOUNT_ABOVE_MAXIMUM',
+          ctx: { limit: 'max_amount', amount_max_minor: '50000', increase_request: 'POST /api/v1/plc/limits/increase-request' },
+        },
+      ],
+    });
     expect((await create(wallet, 50_000n, deviceId)).statusCode).toBe(200);
     // The admin's view of a device's requests still refuses a device it never saw.
     expect((await adminGet(`/plc-limits/${deviceOf()}`)).json()).toMatchObject({ code: 'DEVICE_NOT_FOUND' });
