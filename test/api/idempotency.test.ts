@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytesToHex, chainHeadHash, currentBearer, plcFromJson, plcToJson, redeemAuthorizationFromJson, signRedeem, type Plc } from '../../src/protocol/index.ts';
 import { derivedUuid, idempotencyRequestHash } from '../../api/plugins/idempotency.ts';
 import { loadDocument, operationsOf } from '../support/openapi.ts';
+import { waitFor } from '../support/wait.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { cancelBody, hop, issue, newWallet, type TestWallet } from '../support/wallet.ts';
 
@@ -335,6 +336,26 @@ describe('a retry whose first answer was lost after the commit', () => {
     // Before this change the retry was refused with 409 AUTHORIZATION_REPLAYED and the client never learnt the id.
     const otherKey = await send('POST /api/v1/redeem/', `idem-${randomUUID()}`, body, device);
     expect(otherKey.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+  });
+
+  it('a create retried after the freshness window (its answer lost) answers the PLC it issued, not PLC_NOT_FRESH', async () => {
+    const issuer = newWallet();
+    await fund(issuer.pubkey, '10.00');
+    const toleranceMs = h.t.app.deps.config.CLOCK_TOLERANCE_MS;
+    // Made at the edge of the window: fresh for the first attempt, stale a moment later.
+    const createdAtMs = Date.now() - toleranceMs + 1_500;
+    const body = { plc: plcToJson(issue(issuer, { amountMinor: 100n, createdAtMs })) };
+    const key = `idem-${randomUUID()}`;
+    const first = await send('POST /api/v1/plc/create', key, body, device);
+    expect(first.statusCode, first.body).toBe(200);
+    await h.t.db.pool.query('DELETE FROM idempotency_records WHERE key = $1', [key]);
+    await waitFor(() => Date.now() > createdAtMs + toleranceMs + 100, { what: 'the PLC to leave the freshness window', timeoutMs: 5_000 });
+    const again = await send('POST /api/v1/plc/create', key, body, device);
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.json()).toMatchObject({ token_id: first.json().token_id, issue_transaction_id: first.json().issue_transaction_id, created: false });
+    // Another PLC as stale is still refused.
+    const stale = await send('POST /api/v1/plc/create', `idem-${randomUUID()}`, { plc: plcToJson(issue(issuer, { amountMinor: 100n, createdAtMs })) }, device);
+    expect(stale.json().detail[0]).toMatchObject({ type: 'PLC_NOT_FRESH' });
   });
 
   it('the same signed redeem or cancel under another key, or a cancel without a key, is still AUTHORIZATION_REPLAYED', async () => {
