@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytesToHex, chainHeadHash, currentBearer, plcFromJson, plcToJson, redeemAuthorizationFromJson, signRedeem, type Plc } from '../../src/protocol/index.ts';
+import { recordAuthorization } from '../../db/used-authorizations.ts';
+import { bytesToHex, cancelAuthorizationHash, chainHeadHash, currentBearer, hexToBytes, plcFromJson, plcToJson, redeemAuthorizationFromJson, signRedeem, type Plc } from '../../src/protocol/index.ts';
 import { derivedUuid, idempotencyRequestHash } from '../../api/plugins/idempotency.ts';
 import { loadDocument, operationsOf } from '../support/openapi.ts';
 import { waitFor } from '../support/wait.ts';
@@ -300,6 +301,12 @@ describe('a retry whose first answer was lost after the commit', () => {
     'POST /api/v1/settlements': sameRedemption,
     'POST /api/v1/balance/deposit': sameBalance,
     'POST /api/v1/dev/owners/{owner_id}/fund': sameBalance,
+    'POST /api/v1/redemption/pix': async (first, again) => {
+      expect(again).toMatchObject({ charge_id: first.charge_id, payment_id: first.payment_id });
+    },
+    'POST /api/v1/redemption/boleto': async (first, again) => {
+      expect(again).toMatchObject({ charge_id: first.charge_id, payment_id: first.payment_id });
+    },
   };
 
   it.each(Object.keys(outcomes))('%s: the same key and body answers what the first attempt created, nothing twice', async (operation) => {
@@ -336,6 +343,39 @@ describe('a retry whose first answer was lost after the commit', () => {
     // Before this change the retry was refused with 409 AUTHORIZATION_REPLAYED and the client never learnt the id.
     const otherKey = await send('POST /api/v1/redeem/', `idem-${randomUUID()}`, body, device);
     expect(otherKey.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+  });
+
+  it('a cancel whose first attempt stopped between claiming its authorisation and cancelling runs the cancel on its retry', async () => {
+    const { plc, issuer } = await issuedPlc();
+    const body = cancelBody(plc, issuer, Date.now());
+    const url = `/api/v1/plc/${plc.commitment.tokenId}/cancel`;
+    const key = `idem-${randomUUID()}`;
+    // The first attempt claimed the authorisation (as the route does before the update) and died.
+    const authorization = {
+      tokenId: plc.commitment.tokenId,
+      commitmentHash: plc.commitmentHash,
+      timestampMs: body.authorization.timestamp_ms,
+      issuerPublicKey: hexToBytes(body.authorization.issuer_pubkey, 32),
+      signature: hexToBytes(body.authorization.signature, 64),
+    };
+    const claimed = await recordAuthorization(h.t.db.pool, {
+      authorizationHash: bytesToHex(cancelAuthorizationHash(authorization)),
+      kind: 'cancel',
+      signerPubkey: body.authorization.issuer_pubkey,
+      tokenId: plc.commitment.tokenId,
+      referenceId: plc.commitment.tokenId,
+      signedAtMs: body.authorization.timestamp_ms,
+    });
+    expect(claimed).toBe(true);
+    const retried = await send('POST /api/v1/plc/{token_id}/cancel', key, body, device, url);
+    expect(retried.statusCode, retried.body).toBe(200);
+    expect(retried.json()).toMatchObject({ token_id: plc.commitment.tokenId, status: 'CANCELLED' });
+    // Without a key the same authorisation is a replay, as before.
+    const { plc: second, issuer: secondIssuer } = await issuedPlc();
+    const secondBody = cancelBody(second, secondIssuer, Date.now());
+    const secondUrl = `/api/v1/plc/${second.commitment.tokenId}/cancel`;
+    expect((await h.t.app.inject({ method: 'POST', url: secondUrl, headers: device, payload: secondBody })).statusCode).toBe(200);
+    expect((await h.t.app.inject({ method: 'POST', url: secondUrl, headers: device, payload: secondBody })).json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
   });
 
   it('a create retried after the freshness window (its answer lost) answers the PLC it issued, not PLC_NOT_FRESH', async () => {
