@@ -30,6 +30,7 @@ import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { plcTaskQueueOf } from '../../infra/config.ts';
 import { authorizationReplayed, verifyOrRefuse } from '../../services/chain-intake.ts';
 import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
+import { idempotentObjectId } from '../plugins/idempotency.ts';
 import { toChainEntry, toPlcJson, toPlcStatus, toPlcStatusFromState } from '../plc-views.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
@@ -327,12 +328,15 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       if (!withSignatureVerifier(nodeVerifyEd25519, () => verifyCancel(authorization))) {
         throw new DomainError('SIGNATURE_INVALID', 'the cancel signature does not verify', { field: 'authorization.signature' });
       }
+      // The cancellation's id: derived from the Idempotency-Key and body when there is one (so
+      // that only a retry of this very request finds it), else the token id.
+      const cancellationId = idempotentObjectId(request) ?? tokenId;
       const used = {
         authorizationHash: bytesToHex(cancelAuthorizationHash(authorization)),
         kind: 'cancel' as const,
         signerPubkey: body.issuer_pubkey,
         tokenId,
-        referenceId: tokenId,
+        referenceId: cancellationId,
         signedAtMs: body.timestamp_ms,
       };
       // Each authorisation is accepted once (docs/protocol.md 9.4), whatever its Idempotency-Key;
@@ -341,7 +345,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       // claiming the authorisation and cancelling, runs the cancel again (the update is the PLC
       // workflow's, which cancels once).
       const usedFor = await authorizationReference(pool, used.authorizationHash);
-      const retry = request.idempotencyClaim !== null && usedFor === tokenId;
+      const retry = request.idempotencyClaim !== null && usedFor === cancellationId;
       if (retry && row.status === 'CANCELLED' && row.final_tx_id !== null) {
         return {
           token_id: tokenId,
@@ -365,7 +369,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       try {
         state = await withDomainErrors(() => temporal.workflow.getHandle(`plc-${tokenId}`).executeUpdate(cancelPlcUpdate));
       } catch (error) {
-        if (error instanceof DomainError || error instanceof WorkflowNotFoundError) await releaseAuthorization(pool, used.authorizationHash, tokenId);
+        if (error instanceof DomainError || error instanceof WorkflowNotFoundError) await releaseAuthorization(pool, used.authorizationHash, cancellationId);
         if (!(error instanceof WorkflowNotFoundError)) throw error;
         // The workflow has ended (the PLC expired or was cancelled meanwhile): the database says which.
         const latest = await getPlc(pool, tokenId);

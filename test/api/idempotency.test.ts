@@ -363,7 +363,8 @@ describe('a retry whose first answer was lost after the commit', () => {
       kind: 'cancel',
       signerPubkey: body.authorization.issuer_pubkey,
       tokenId: plc.commitment.tokenId,
-      referenceId: plc.commitment.tokenId,
+      // The cancellation's id the route derives from the key and body.
+      referenceId: derivedUuid(`idempotency|cancel|${key}|${idempotencyRequestHash(body)}`),
       signedAtMs: body.authorization.timestamp_ms,
     });
     expect(claimed).toBe(true);
@@ -415,5 +416,7 @@ describe('a retry whose first answer was lost after the commit', () => {
     expect((await send('POST /api/v1/plc/{token_id}/cancel', `idem-${randomUUID()}`, cancel, device, cancelUrl)).statusCode).toBe(200);
     const replayed = await h.t.app.inject({ method: 'POST', url: cancelUrl, headers: device, payload: cancel });
     expect(replayed.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+    const underAnotherKey = await send('POST /api/v1/plc/{token_id}/cancel', `idem-${randomUUID()}`, cancel, device, cancelUrl);
+    expect(underAnotherKey.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
   });
 });
