@@ -11,7 +11,8 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // scripts/*.mjs: plain JavaScript an older Node runs as it is (scripts/ed25519-openssl-verdicts.mjs), outside the TypeScript project.
+      parserOptions: { projectService: { allowDefaultProject: ['scripts/*.mjs'] }, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

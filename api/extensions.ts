@@ -34,7 +34,12 @@ export const routeExtensions: readonly RouteExtension[] = [
   {
     operation: 'GET /api/v1/redemptions/{redemption_id}',
     reason:
-      "the bearer follows its own redemption (status, amounts, the gateway's transfer id once known) without admin rights; the spec only offers the admin list and the gateway transfer's status by a transfer id the bearer never learns. The redemption id (a random UUID v4 given only in the redeem answer, as status_url) is the key",
+      "the bearer follows its own redemption (status, amounts, the gateway's transfer id once known) without admin rights; the spec only offers the admin list and the gateway transfer's status by a transfer id the bearer never learns. The redemption id (a random UUID v4, or one derived from the redeem's Idempotency-Key and body, given only in the redeem answer, as status_url) is the key",
+  },
+  {
+    operation: 'GET /api/v1/plc/{token_id}/redemptions',
+    reason:
+      "the bearer finds its redemption by the token id it holds when the redeem answer (the only place the redemption id is given) was lost or timed out (issue 34); the spec lists redemptions for admins only",
   },
   {
     operation: 'GET /api/v1/plc/{token_id}/json',

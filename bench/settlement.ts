@@ -26,6 +26,7 @@
  * workflows' histories (`handle.fetchHistory()`), the API's verification cost measured alone.
  */
 import { spawnSync } from 'node:child_process';
+import { payoutRailOf } from '../src/settlement/payout-destination.ts';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
@@ -356,7 +357,7 @@ function measureVerification(bodies: readonly string[], toleranceMs: number): { 
     const t0 = performance.now();
     const body = redeemPlcRequest.parse(JSON.parse(text));
     const plc = plcFromJson(body.plc);
-    const authorization = redeemAuthorizationFromJson(body.authorization);
+    const authorization = redeemAuthorizationFromJson({ ...body.authorization, settlement_rail: payoutRailOf(body.authorization.settlement_rail, 'authorization.settlement_rail', { signed: true }) });
     const t1 = performance.now();
     const verification = verifyPlc(plc, { clockToleranceMs: toleranceMs });
     const t2 = performance.now();

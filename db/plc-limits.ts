@@ -29,7 +29,8 @@ export interface LimitFacts {
 }
 
 /** One round trip: the owner's tier and volume and the active override of this device and owner. */
-export async function readLimitFacts(db: Queryable, ownerId: string, deviceId: string): Promise<LimitFacts> {
+/** `ownerId` null: no owner's row, the defaults of an owner without any history. */
+export async function readLimitFacts(db: Queryable, ownerId: string | null, deviceId: string): Promise<LimitFacts> {
   const row = await one(db, limitFactsRow, {
     name: 'plc-limit-facts',
     prepare: true,

@@ -15,7 +15,7 @@ export interface AcceptedAuthorization {
   kind: AuthorizationKind;
   signerPubkey: string;
   tokenId: string | null;
-  /** What it authorised: a redemption id, or the token id of a cancelled PLC. */
+  /** What it authorised: a redemption id, or a cancellation's (the id derived from its Idempotency-Key, else the PLC's token id). */
   referenceId: string;
   signedAtMs: number;
 }
@@ -60,4 +60,14 @@ export async function isAuthorizationUsed(db: Queryable, authorizationHash: stri
     values: [authorizationHash],
   });
   return row !== null;
+}
+
+/** What an accepted authorisation authorised (its `reference_id`: a redemption id, a cancellation's id); null when it was not accepted. */
+export async function authorizationReference(db: Queryable, authorizationHash: string): Promise<string | null> {
+  const row = await maybeOne(db, z.object({ reference_id: z.string() }), {
+    name: 'used-authorization-reference',
+    text: 'SELECT reference_id FROM used_authorizations WHERE authorization_hash = $1',
+    values: [authorizationHash],
+  });
+  return row?.reference_id ?? null;
 }

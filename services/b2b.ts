@@ -17,7 +17,7 @@ import { normalizeCnpj } from '../src/b2b/cnpj.ts';
 import { b2bPlans, type B2bPlanId } from '../src/b2b/plans.ts';
 import { signingKeyOf } from '../src/b2b/request-signing.ts';
 import { DomainError } from '../src/errors.ts';
-import { pixKeyType } from '../src/settlement/pix-key.ts';
+import { pixKeyRefusal, pixKeyType } from '../src/settlement/pix-key.ts';
 
 /**
  * Business customers (docs/b2b.md): sign-up, the admin's decisions, and their API credentials.
@@ -63,7 +63,7 @@ export function createB2bService(pool: Pool) {
       if (taxId === null) throw new DomainError('TAX_ID_INVALID', 'tax_id is not a valid CNPJ (14 digits with both check digits right)', { field: 'tax_id' });
       const pixKey = input.pixKey ?? taxId;
       if (pixKeyType(pixKey) === null) {
-        throw new DomainError('UNSUPPORTED_RAIL', 'pix_key is not a valid Pix key (CPF, CNPJ, e-mail, +55 phone or random key)', { field: 'pix_key' });
+        throw new DomainError('UNSUPPORTED_RAIL', `pix_key is not a valid Pix key: ${pixKeyRefusal(pixKey)}`, { field: 'pix_key' });
       }
       const row = await insertB2bCustomer(pool, {
         id: randomUUID(),

@@ -17,7 +17,8 @@ export function ceilingsOf(config: { PLC_MAX_AMOUNT_MINOR: bigint; PLC_DAILY_LIM
   return { maxAmountMinor: config.PLC_MAX_AMOUNT_MINOR, dailyLimitMinor: config.PLC_DAILY_LIMIT_MINOR };
 }
 
-export async function deviceLimits(db: Queryable, ceilings: Ceilings, ownerId: string, deviceId: string): Promise<DeviceLimits> {
+/** `ownerId` null: an owner without any history (the limits a device never seen would get). */
+export async function deviceLimits(db: Queryable, ceilings: Ceilings, ownerId: string | null, deviceId: string): Promise<DeviceLimits> {
   const facts = await readLimitFacts(db, ownerId, deviceId);
   const automatic = automaticLimits({ tier: facts.tier, settledVolumeMinor: facts.settledVolumeMinor }, ceilings);
   return { facts, limits: effectiveLimits(automatic, facts.override, ceilings) };

@@ -3,7 +3,7 @@ import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { activeBlock, keyBlockedRefusal } from '../db/blocklist.ts';
 import type { Pool } from '../db/pool.ts';
 import { getRedemption, type RedemptionRow } from '../db/redemptions.ts';
-import { isAuthorizationUsed } from '../db/used-authorizations.ts';
+import { authorizationReference } from '../db/used-authorizations.ts';
 import { nodeVerifyEd25519 } from '../infra/ed25519-node.ts';
 import { authorizeRedemption } from '../src/plc/authorize-redemption.ts';
 import { fromTransferRecord } from '../src/plc/register-transfers.ts';
@@ -48,9 +48,11 @@ export interface OpenRedemptionRequest {
   /** The presenting device's id ('-' when unknown), recorded with the redemption. */
   deviceId: string;
   /**
-   * The redemption's id (a UUID); a fresh random one when left out. A caller that retries one
-   * item under its own idempotency key can pass an id derived from it: a second open under the
-   * same id is refused by its workflow id, never booked twice.
+   * The redemption's id (a UUID); a fresh random one when left out. A caller that retries under
+   * its own idempotency key passes an id derived from it (the redeem routes' Idempotency-Key, a POS
+   * batch's item): the retry then answers the redemption that id names, in its current state,
+   * however the first attempt ended (answered, timed out, lost its answer), and a retry while the
+   * first is still opening joins its opening; nothing is ever booked twice.
    */
   redemptionId?: string;
 }
@@ -72,7 +74,19 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
   const { pool, temporal, config } = deps;
   const toleranceMs = config.CLOCK_TOLERANCE_MS;
 
+  /** The redemption a retry's derived id names, when a first attempt opened it (for this PLC). */
+  async function openedBefore(request: OpenRedemptionRequest): Promise<RedemptionRow | null> {
+    if (request.redemptionId === undefined) return null;
+    const row = await getRedemption(pool, request.redemptionId);
+    return row !== null && row.token_id === request.plc.commitment.tokenId ? row : null;
+  }
+
   async function openRedemption(request: OpenRedemptionRequest): Promise<RedemptionRow> {
+    // A retry of an attempt that opened its redemption (docs/protocol.md 9.4, "A retry finds its
+    // result"): answered before any check, so that neither the authorisation's age nor the PLC's
+    // state since (settled, redeemed) refuses the client the outcome of its own first attempt.
+    const before = await openedBefore(request);
+    if (before !== null) return before;
     const { plc, field, route, deviceId } = request;
     verifyOrRefuse(plc, toleranceMs, field);
     // The registered commitment is the only one (services/commitment-binding.ts): another key's
@@ -88,7 +102,13 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
     const authorized = authorizeRedemption(plc, request.authorization, { nowMs: Date.now(), clockToleranceMs: toleranceMs, verifySignature: nodeVerifyEd25519 });
     // Each authorisation is accepted once (docs/protocol.md 9.4): a quick refusal here; the
     // redemption's opening transaction records it and decides a race.
-    if (await isAuthorizationUsed(pool, authorized.authorizationHash)) throw authorizationReplayed();
+    const usedFor = await authorizationReference(pool, authorized.authorizationHash);
+    if (usedFor !== null) {
+      // Used by the first attempt of this very retry (it committed since the look-up above): its redemption.
+      const opened = usedFor === request.redemptionId ? await openedBefore(request) : null;
+      if (opened !== null) return opened;
+      throw authorizationReplayed();
+    }
     // A blocked bearer (docs/protocol.md section 18) is refused before any workflow starts. The
     // opening transaction refuses it again (migration 27_key_blocklist's trigger), with a new hop the request
     // brings that a blocked key signed: a block made meanwhile is not missed.
@@ -110,7 +130,9 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
       workflowId: `redemption-${redemptionId}`,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       args: [{ redemptionId, tokenId, webhookWaitMs: config.REDEMPTION_WEBHOOK_WAIT_MS, operatorWaitMs: config.REDEMPTION_OPERATOR_WAIT_MS }],
-      workflowIdConflictPolicy: 'FAIL',
+      // A derived id's retry while the first attempt still opens joins that opening (the workflow's
+      // update answers every open with the one it made); a random id never meets a running one.
+      workflowIdConflictPolicy: request.redemptionId === undefined ? 'FAIL' : 'USE_EXISTING',
       typedSearchAttributes: [
         { key: tokenIdKey, value: tokenId },
         { key: bearerIdKey, value: bearerPubkey },

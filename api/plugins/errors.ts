@@ -265,7 +265,10 @@ export const errorsPlugin = fp(
           const where = typeof error.details?.location === 'string' ? error.details.location : 'body';
           // A protocol rejection carries its stable reason code (docs/protocol.md) as the type.
           const type = typeof error.details?.reason === 'string' ? `${error.code}.${error.details.reason}` : error.code;
-          return reply.code(422).send({ detail: [{ loc: [where, ...field], msg: error.message, type }] });
+          // The other details (a limit, a maximum) ride along as the item's `ctx`.
+          const { field: _field, location: _location, reason: _reason, ...context } = error.details ?? {};
+          const ctx = Object.keys(context).length === 0 ? {} : { ctx: context };
+          return reply.code(422).send({ detail: [{ loc: [where, ...field], msg: error.message, type, ...ctx }] });
         }
         if ((status === 429 || status === 503 || error.code === 'PIN_LOCKED') && typeof error.details?.retry_after_s === 'number') {
           void reply.header('retry-after', String(error.details.retry_after_s));

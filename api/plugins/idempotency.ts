@@ -20,7 +20,13 @@ import { DomainError, type ErrorCode } from '../../src/errors.ts';
  *   `IDEMPOTENCY_REQUEST_IN_PROGRESS`;
  * - a 5xx or an unanswered request releases the key, so that the client's retry runs again (each
  *   operation is idempotent by its own business key underneath, so the retry cannot do anything
- *   twice).
+ *   twice);
+ * - a route whose request creates something names it by `idempotentObjectId(request)`, an id
+ *   derived from the scope, the key and the body, so that a retry with the same key and body
+ *   finds what the first attempt created, in its current state, whether that attempt answered,
+ *   timed out (a 503 while the work went on) or lost its answer after the commit (this record
+ *   never written): the retry answers that object instead of refusing the work as done
+ *   (docs/protocol.md 9.4, "A retry finds its result").
  *
  * The claim is made after authentication, validation and the rate limit, so that none of their
  * refusals holds a key.
@@ -43,6 +49,8 @@ declare module 'fastify' {
 interface OpenClaim {
   scope: string;
   key: string;
+  /** `idempotencyRequestHash` of the body. */
+  requestHash: string;
   state: 'open' | 'closing' | 'closed';
 }
 
@@ -54,6 +62,25 @@ export const idempotencyErrorCodes = ['IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_REQ
 /** What makes two requests "the same request" for one key: the parsed body. */
 export function idempotencyRequestHash(body: unknown): string {
   return createHash('sha256').update(JSON.stringify(body ?? null)).digest('hex');
+}
+
+/**
+ * The id of what a request creates, derived from its Idempotency-Key: a UUID (version 8, RFC 9562's
+ * custom layout) of SHA-256 over the scope, the key and the body's hash, so the same key and body
+ * always name the same object and another body under the same key another one. Undefined without
+ * a key (the route then picks a random id).
+ */
+export function idempotentObjectId(request: FastifyRequest): string | undefined {
+  const claim = request.idempotencyClaim;
+  if (claim === null) return undefined;
+  return derivedUuid(`idempotency|${claim.scope}|${claim.key}|${claim.requestHash}`);
+}
+
+/** A UUID (version 8, variant 10) of SHA-256 over `text`. */
+export function derivedUuid(text: string): string {
+  const hex = createHash('sha256').update(text).digest('hex');
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 /** The route's idempotency declaration, if any. */
@@ -91,12 +118,8 @@ export const idempotencyPlugin = fp<{ windowMs: number }>(
       const declared = idempotencyOf(request.routeOptions);
       const key = request.headers[idempotencyKeyHeaderName];
       if (declared === undefined || typeof key !== 'string') return;
-      const claim = await claimIdempotencyKey(pool, {
-        scope: declared.scope,
-        key,
-        requestHash: idempotencyRequestHash(request.body),
-        windowMs: options.windowMs,
-      });
+      const requestHash = idempotencyRequestHash(request.body);
+      const claim = await claimIdempotencyKey(pool, { scope: declared.scope, key, requestHash, windowMs: options.windowMs });
       switch (claim.kind) {
         case 'replay':
           return reply.header(replayedHeaderName, 'true').code(claim.status).send(claim.body);
@@ -108,7 +131,7 @@ export const idempotencyPlugin = fp<{ windowMs: number }>(
             field: idempotencyKeyHeaderName,
           });
         case 'claimed':
-          request.idempotencyClaim = { scope: declared.scope, key, state: 'open' };
+          request.idempotencyClaim = { scope: declared.scope, key, requestHash, state: 'open' };
           return undefined;
       }
     });

@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { getFeeSchedule, currentFeeScheduleVersion, insertB2bQuote, listFeeScheduleVersions } from '../../db/fees.ts';
-import { consentToFees, estimateFee } from '../../services/fees.ts';
+import { consentToFees, estimateFee, feeRailOf } from '../../services/fees.ts';
 import { b2bPlanIds, b2bPlans, type B2bPlanId } from '../../src/b2b/plans.ts';
 import { DomainError } from '../../src/errors.ts';
 import { b2bQuoteValidityDays, quotePlan, type FeeRule } from '../../src/fees/schedule.ts';
 import { formatAmount } from '../../src/money/currency.ts';
+import { payoutRailOf, type PayoutRail } from '../../src/settlement/payout-destination.ts';
 import { hexToBytes } from '../../src/protocol/bytes.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { exampleFeeConsent, examplePubkeys } from '../schemas/examples.ts';
@@ -35,7 +36,7 @@ const view = (minor: bigint): string => formatAmount(minor, 'BRL');
 
 function ruleView(rule: FeeRule) {
   return {
-    rail: rule.rail,
+    rail: rule.rail.toLowerCase() as PayoutRail,
     tier: rule.tier,
     fixed: view(rule.fixedMinor),
     rate_bps: rule.rateBps,
@@ -61,9 +62,9 @@ export async function feeRoutes(app: FastifyInstance): Promise<void> {
         tags: ['fees'],
         summary: 'Estimate the fee of a payout: amount, rail and owner; charges nothing, records nothing',
         description:
-          "The fee a redemption of `amount` over `rail` would be charged, with its parts: the schedule version (the owner's consent in force, else the current version), the owner's tier, the rule applied, the fixed and proportional parts, the bound that decided, and the net paid out. `consent_required: true` says a redemption would be refused with 409 `FEE_CONSENT_REQUIRED` until the owner consents (`POST /api/v1/fees/consent`). `tier` prices it for that tier instead of the owner's (without `owner_id` the default is BASIC). Refusals: 422 for a bad amount (not positive, too many decimals for the currency, too large), an unknown rail, tier or currency; 404 `FEE_SCHEDULE_VERSION_UNKNOWN`.",
+          "The fee a redemption of `amount` over `rail` would be charged, with its parts: the schedule version (the owner's consent in force, else the current version), the owner's tier, the rule applied, the fixed and proportional parts, the bound that decided, and the net paid out. `consent_required: true` says a redemption would be refused with 409 `FEE_CONSENT_REQUIRED` until the owner consents (`POST /api/v1/fees/consent`). `tier` prices it for that tier instead of the owner's (without `owner_id` the default is BASIC). Refusals: 422 for a bad amount (not positive, too many decimals for the currency, too large), a tier or currency; 422 `UNSUPPORTED_RAIL` for a rail other than `pix` and `boleto` (`PIX` and `BOLETO` are read as those; the answer says `pix` or `boleto`); 404 `FEE_SCHEDULE_VERSION_UNKNOWN`.",
         body: feeEstimateRequest,
-        requestExample: { body: { amount: '150.00', currency: 'BRL', rail: 'BOLETO', owner_id: examplePubkeys.bob } },
+        requestExample: { body: { amount: '150.00', currency: 'BRL', rail: 'boleto', owner_id: examplePubkeys.bob } },
         response: { 200: feeEstimateResponse, 404: errorResponse, 429: errorResponse, ...standardErrors },
       },
       config: rateLimit('fees-estimate', perMinute),
@@ -71,12 +72,13 @@ export async function feeRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const body = request.body;
       const amountMinor = parseMoney(body.amount, body.currency, { positive: true });
-      const priced = await estimateFee(pool, { amountMinor, rail: body.rail, ownerId: body.owner_id, tier: body.tier, version: body.schedule_version });
+      const rail = payoutRailOf(body.rail, 'rail', { signed: false });
+      const priced = await estimateFee(pool, { amountMinor, rail: feeRailOf(rail), ownerId: body.owner_id, tier: body.tier, version: body.schedule_version });
       const money = (minor: bigint) => formatAmount(minor, body.currency);
       return {
         amount: money(amountMinor),
         currency: body.currency,
-        rail: body.rail,
+        rail,
         owner_id: body.owner_id ?? null,
         tier: priced.tier,
         schedule_version: priced.version,
@@ -99,7 +101,7 @@ export async function feeRoutes(app: FastifyInstance): Promise<void> {
         tags: ['fees'],
         summary: 'The fee schedule: the current version (or the one asked for) with its rules per rail and tier',
         description:
-          'Public. The rules of one schedule version (default the current one): per rail (PIX, BOLETO) and reputation tier, a fixed part plus basis points of the amount, between a minimum and a maximum; a rule with `tier: null` applies to every tier without one of its own. Amounts are in the currency of the amount priced. Also the rounding rule and the latest 20 versions. A version never changes once published: a consent to it keeps its prices. 404 `FEE_SCHEDULE_VERSION_UNKNOWN`.',
+          'Public. The rules of one schedule version (default the current one): per rail (`pix`, `boleto`) and reputation tier, a fixed part plus basis points of the amount, between a minimum and a maximum; a rule with `tier: null` applies to every tier without one of its own. Amounts are in the currency of the amount priced. Also the rounding rule and the latest 20 versions. A version never changes once published: a consent to it keeps its prices. 404 `FEE_SCHEDULE_VERSION_UNKNOWN`.',
         querystring: feeScheduleQuery,
         requestExample: { querystring: { version: 1 } },
         response: { 200: feeScheduleResponse, 404: errorResponse, ...standardErrors },

@@ -46,7 +46,13 @@ const limitPair = z.object({ max_amount: amountSchema, daily_limit: amountSchema
 const deviceLimitsResponse = z
   .object({
     device_id: z.string(),
-    owner_id: z.string().describe("the device's owner: the issuer of its latest PLC, or the owner_id asked for"),
+    owner_id: z
+      .string()
+      .nullable()
+      .describe("the device's owner: the issuer of its latest PLC, or the owner_id asked for; null for a device that never registered a PLC asked about without owner_id"),
+    registered: z
+      .boolean()
+      .describe('false: the device never registered a PLC (for this owner); the limits are those that would apply to its first one: the owner\'s tier and volume without an override, or without owner_id those of an owner without any history'),
     tier: z.enum(reputationTierNames),
     score: z.number().int(),
     settled_volume: amountSchema,
@@ -124,12 +130,37 @@ async function ownerOfDevice(pool: Pool, deviceId: string, ownerId: string | und
   return { owner: owner.owner_id, others: owners.filter((candidate) => candidate.owner_id !== owner.owner_id) };
 }
 
-async function deviceLimitsView(pool: Pool, ceilings: Ceilings, deviceId: string, ownerId: string | undefined): Promise<DeviceLimitsResponse> {
-  const { owner, others } = await ownerOfDevice(pool, deviceId, ownerId);
-  const [{ facts, limits }, usage] = await Promise.all([deviceLimits(pool, ceilings, owner, deviceId), issuedLast24h(pool, owner)]);
+/**
+ * The limits view of a device. `unknown`: what a device that never registered a PLC (for the owner
+ * asked) answers: `'defaults'`, the limits that would apply to it (the public route: a question
+ * about what the device may do), or `'refuse'`, 404 `DEVICE_NOT_FOUND` (the admin's view of a
+ * device's requests).
+ */
+async function deviceLimitsView(
+  pool: Pool,
+  ceilings: Ceilings,
+  deviceId: string,
+  ownerId: string | undefined,
+  unknown: 'defaults' | 'refuse' = 'refuse',
+): Promise<DeviceLimitsResponse> {
+  let owner: string | null;
+  let others: Awaited<ReturnType<typeof ownerOfDevice>>['others'];
+  let registered = true;
+  try {
+    ({ owner, others } = await ownerOfDevice(pool, deviceId, ownerId));
+  } catch (error) {
+    if (unknown === 'refuse' || !(error instanceof DomainError) || error.code !== 'DEVICE_NOT_FOUND') throw error;
+    // Never seen (for this owner): the owner asked for, with its own tier and volume and no
+    // override, or without one the limits an owner without any history gets.
+    owner = ownerId ?? null;
+    others = ownerId === undefined ? [] : (await listDeviceOwners(pool, deviceId, 10)).filter((candidate) => candidate.owner_id !== ownerId);
+    registered = false;
+  }
+  const [{ facts, limits }, usage] = await Promise.all([deviceLimits(pool, ceilings, owner, deviceId), owner === null ? [] : issuedLast24h(pool, owner)]);
   return {
     device_id: deviceId,
     owner_id: owner,
+    registered,
     tier: facts.tier,
     score: facts.score,
     settled_volume: decimal(facts.settledVolumeMinor),
@@ -229,15 +260,15 @@ export async function plcLimitRoutes(app: FastifyInstance): Promise<void> {
         tags: ['plc'],
         summary: "A device's effective PLC limits (per PLC and per 24 hours), from its owner's reputation and volume",
         description:
-          "The limits PLC create applies to this device: its owner's tier (docs/limits-and-fees.md) gives a share of the ceilings `PLC_MAX_AMOUNT_MINOR` and `PLC_DAILY_LIMIT_MINOR`, the daily one raised by 10% of the owner's settled volume; an approved increase request overrides them until its end date. The device's owner is the issuer of its latest PLC (`owner_id` picks another owner that used it; `other_owners` lists them). `usage` says what was promised in the last 24 hours and what is left, per currency. 404 `DEVICE_NOT_FOUND` for a device that never registered a PLC.",
+          "The limits PLC create applies to this device: its owner's tier (docs/limits-and-fees.md) gives a share of the ceilings `PLC_MAX_AMOUNT_MINOR` and `PLC_DAILY_LIMIT_MINOR`, the daily one raised by 10% of the owner's settled volume; an approved increase request overrides them until its end date. The device's owner is the issuer of its latest PLC (`owner_id` picks another owner that used it; `other_owners` lists them). `usage` says what was promised in the last 24 hours and what is left, per currency. A device that never registered a PLC (for the owner asked) answers the limits that would apply to its first PLC, with `registered: false`: the owner's (`owner_id`) tier and volume without an override, or without `owner_id` those of an owner without any history (`owner_id: null`).",
         params: deviceParam,
         querystring: ownerQuery,
         requestExample: { params: { device_id: exampleDevice }, querystring: { owner_id: examplePubkeys.alice } },
-        response: { 200: deviceLimitsResponse, 404: errorResponse, 429: errorResponse, ...standardErrors },
+        response: { 200: deviceLimitsResponse, 429: errorResponse, ...standardErrors },
       },
       config: rateLimit,
     },
-    async (request) => deviceLimitsView(pool, ceilings, request.params.device_id, request.query.owner_id),
+    async (request) => deviceLimitsView(pool, ceilings, request.params.device_id, request.query.owner_id, 'defaults'),
   );
 
   routes.post(

@@ -6,7 +6,7 @@ import { exampleCancelAuthorization, examplePlcIssued, examplePlcTransferred, ex
 import { getPlc, listIssuerActive, listTransfers } from '../../db/plcs.ts';
 import { DomainError } from '../../src/errors.ts';
 import { expiryDueAtMs } from '../../src/plc/lifecycle.ts';
-import { isAuthorizationUsed, recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
+import { authorizationReference, recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
 import { ceilingsOf, deviceLimits } from '../../services/plc-limits.ts';
 import {
   bytesToHex,
@@ -31,6 +31,7 @@ import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
 import { plcTaskQueueOf } from '../../infra/config.ts';
 import { authorizationReplayed, verifyOrRefuse } from '../../services/chain-intake.ts';
 import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
+import { idempotentObjectId } from '../plugins/idempotency.ts';
 import { toChainEntry, toPlcJson, toPlcStatus, toPlcStatusFromState } from '../plc-views.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
@@ -129,6 +130,13 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       const nowMs = Date.now();
       const freshness = checkFreshness(commitment.createdAtMs, nowMs, toleranceMs);
       if (!freshness.ok) {
+        // A late retry of a create that happened (its answer lost; docs/protocol.md 9.4, "A retry
+        // finds its result") gets the PLC it issued, in its current state, not PLC_NOT_FRESH.
+        const issued = await getPlc(pool, commitment.tokenId);
+        if (issued !== null && issued.commitment_hash === bytesToHex(plc.commitmentHash)) {
+          const issueReceipt = await receipts.forRegistered(commitment);
+          return { ...toPlcStatus(issued), workflow_id: `plc-${issued.token_id}`, issue_transaction_id: issued.issue_tx_id, created: false, issue_receipt: issueReceipt };
+        }
         throw new DomainError('PLC_NOT_FRESH', `created_at must be within ${toleranceMs} ms of the server clock`, {
           field: `${field}.created_at`,
         });
@@ -371,30 +379,48 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       if (!withSignatureVerifier(nodeVerifyEd25519, () => verifyCancel(authorization))) {
         throw new DomainError('SIGNATURE_INVALID', 'the cancel signature does not verify', { field: 'authorization.signature' });
       }
-      if (!checkFreshness(body.timestamp_ms, Date.now(), toleranceMs).ok) {
-        throw new DomainError('AUTHORIZATION_STALE', `the authorisation must be signed within ${toleranceMs} ms of now`, { field: 'authorization.timestamp_ms' });
-      }
-      // Each authorisation is accepted once (docs/protocol.md 9.4), whatever its Idempotency-Key.
+      // The cancellation's id: derived from the Idempotency-Key and body when there is one (so
+      // that only a retry of this very request finds it), else the token id.
+      const cancellationId = idempotentObjectId(request) ?? tokenId;
       const used = {
         authorizationHash: bytesToHex(cancelAuthorizationHash(authorization)),
         kind: 'cancel' as const,
         signerPubkey: body.issuer_pubkey,
         tokenId,
-        referenceId: tokenId,
+        referenceId: cancellationId,
         signedAtMs: body.timestamp_ms,
       };
-      if (await isAuthorizationUsed(pool, used.authorizationHash)) throw authorizationReplayed();
+      // Each authorisation is accepted once (docs/protocol.md 9.4), whatever its Idempotency-Key;
+      // but a retry with an Idempotency-Key of a cancel whose answer was lost (9.4, "A retry finds
+      // its result") gets the cancellation it made, or, when its first attempt stopped between
+      // claiming the authorisation and cancelling, runs the cancel again (the update is the PLC
+      // workflow's, which cancels once).
+      const usedFor = await authorizationReference(pool, used.authorizationHash);
+      const retry = request.idempotencyClaim !== null && usedFor === cancellationId;
+      if (retry && row.status === 'CANCELLED' && row.final_tx_id !== null) {
+        return {
+          token_id: tokenId,
+          status: 'CANCELLED' as const,
+          released_amount: money(row.amount_minor, row.currency),
+          currency: row.currency,
+          transaction_id: row.final_tx_id,
+        };
+      }
+      if (!checkFreshness(body.timestamp_ms, Date.now(), toleranceMs).ok) {
+        throw new DomainError('AUTHORIZATION_STALE', `the authorisation must be signed within ${toleranceMs} ms of now`, { field: 'authorization.timestamp_ms' });
+      }
+      if (usedFor !== null && !retry) throw authorizationReplayed();
       if (row.status !== 'ISSUED' || row.chain_length > 0) {
         throw new DomainError('PLC_NOT_CANCELLABLE', `a ${row.status} PLC cannot be cancelled`, { status: row.status, chain_length: row.chain_length });
       }
       // Claimed before the cancel runs (of two identical cancels racing, one claims it) and
       // released if the cancel is refused: only a cancel that happened keeps its authorisation.
-      if (!(await recordAuthorization(pool, used))) throw authorizationReplayed();
+      if (!retry && !(await recordAuthorization(pool, used))) throw authorizationReplayed();
       let state;
       try {
         state = await withDomainErrors(() => temporal.workflow.getHandle(`plc-${tokenId}`).executeUpdate(cancelPlcUpdate));
       } catch (error) {
-        if (error instanceof DomainError || error instanceof WorkflowNotFoundError) await releaseAuthorization(pool, used.authorizationHash, tokenId);
+        if (error instanceof DomainError || error instanceof WorkflowNotFoundError) await releaseAuthorization(pool, used.authorizationHash, cancellationId);
         if (!(error instanceof WorkflowNotFoundError)) throw error;
         // The workflow has ended (the PLC expired or was cancelled meanwhile): the database says which.
         const latest = await getPlc(pool, tokenId);

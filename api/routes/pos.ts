@@ -7,7 +7,9 @@ import { databaseOutageOf } from '../../db/pool.ts';
 import { getRedemption } from '../../db/redemptions.ts';
 import { b2bPlans } from '../../src/b2b/plans.ts';
 import { DomainError, isDomainError, type ErrorCode } from '../../src/errors.ts';
-import { plcJsonSchema, redeemAuthorizationFromJson, redeemAuthorizationJsonSchema } from '../../src/protocol/index.ts';
+import { plcJsonSchema, redeemAuthorizationFromJson } from '../../src/protocol/index.ts';
+import { payoutRailOf } from '../../src/settlement/payout-destination.ts';
+import { redeemAuthorizationInput } from '../schemas/redemption.ts';
 import { credentialRateLimit, decorateApiCaller, requireSignedRequest, type ApiCaller } from '../api-signature.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { examplePlcTransferred, exampleRedeemAuthorization } from '../schemas/examples.ts';
@@ -35,7 +37,7 @@ const itemConcurrency = 16;
 const itemSchema = z.strictObject({
   plc: plcJsonSchema.optional(),
   transport: z.string().min(1).max(16_384).optional(),
-  redeem: z.strictObject({ authorization: redeemAuthorizationJsonSchema }).optional(),
+  redeem: z.strictObject({ authorization: redeemAuthorizationInput }).optional(),
 });
 
 const itemError = z.object({
@@ -146,8 +148,9 @@ export async function posRoutes(app: FastifyInstance): Promise<void> {
     }
   }
 
-  function openRedemption(_request: FastifyRequest, plc: ReturnType<typeof parsePlc>, a: z.infer<typeof redeemAuthorizationJsonSchema>, field: string, deviceId: string, redemptionId: string) {
-    const authorization = redeemAuthorizationFromJson(a);
+  function openRedemption(_request: FastifyRequest, plc: ReturnType<typeof parsePlc>, a: z.infer<typeof redeemAuthorizationInput>, field: string, deviceId: string, redemptionId: string) {
+    const rail = payoutRailOf(a.settlement_rail, `${field.replace(/\.plc$/, '')}.redeem.authorization.settlement_rail`, { signed: true });
+    const authorization = redeemAuthorizationFromJson({ ...a, settlement_rail: rail });
     return app.services.redemptions.openRedemption({ plc, authorization, field, route: 'pos', deviceId, redemptionId });
   }
 

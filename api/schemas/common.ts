@@ -2,12 +2,21 @@ import { z } from 'zod';
 import { errorCodes } from '../../src/errors.ts';
 import { frameworkStatusByCode, type FrameworkErrorCode } from '../plugins/errors.ts';
 
-/** The spec's validation error body: `{"detail":[{"loc":[...],"msg":"...","type":"..."}]}`. */
+/**
+ * The spec's validation error body: `{"detail":[{"loc":[...],"msg":"...","type":"..."}]}`. A 422
+ * of a domain code carries the refusal's other details in `ctx` (as FastAPI's validation errors
+ * carry their context): `PLC_AMOUNT_ABOVE_MAXIMUM`'s limit, `POS_BATCH_TOO_LARGE`'s `max`, ...
+ * (docs/errors.md).
+ */
 export const validationErrorItem = z
   .object({
     loc: z.array(z.union([z.string(), z.number()])),
     msg: z.string(),
     type: z.string(),
+    ctx: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("a domain refusal's details beyond its field (docs/errors.md): amounts in minor units as decimal strings (`amount_max_minor: \"50000\"`), counts as integers"),
   })
   .meta({ id: 'ValidationError' });
 

@@ -1,19 +1,23 @@
 import { z } from 'zod';
 import { b2bPlanIds } from '../../src/b2b/plans.ts';
-import { feeRails, feeTiers } from '../../src/fees/schedule.ts';
+import { feeTiers } from '../../src/fees/schedule.ts';
+import { payoutRails } from '../../src/settlement/payout-destination.ts';
 import { amountInputSchema, amountSchema, currencySchema, ownerIdSchema } from './money.ts';
 import { keyDeviceIdSchema, keyPublicKeySchema, operationTimestampSchema, signatureSchema } from './security.ts';
 
 /** Schemas of the spec's fee operations; the payloads the spec leaves unshown are ours (docs/limits-and-fees.md). */
 
-export const feeRailSchema = z.enum(feeRails).describe('the payout rail: PIX or BOLETO');
+/** The rail as every route answers it. */
+export const feeRailSchema = z.enum(payoutRails).describe('the payout rail: pix or boleto');
+/** The rail as the estimate reads it: pix or boleto, PIX and BOLETO read as those; any other is 422 UNSUPPORTED_RAIL (src/settlement/payout-destination.ts). */
+const feeRailInput = z.string().min(1).max(40).describe('the payout rail: pix or boleto (PIX and BOLETO are read as those; any other rail is 422 UNSUPPORTED_RAIL)');
 export const feeTierSchema = z.enum(feeTiers).describe('a reputation tier');
 const scheduleVersionSchema = z.number().int().min(1).max(1_000_000).describe('a fee schedule version');
 
 export const feeEstimateRequest = z.strictObject({
   amount: amountInputSchema,
   currency: currencySchema.default('BRL'),
-  rail: feeRailSchema,
+  rail: feeRailInput,
   owner_id: ownerIdSchema
     .optional()
     .describe("the owner paid out (a bearer's public key in hex): its tier and the version it consented to price the estimate"),

@@ -2,18 +2,31 @@ import { z } from 'zod';
 import { plcJsonSchema, redeemAuthorizationJsonSchema } from '../../src/protocol/index.ts';
 import { amountSchema, currencySchema } from './money.ts';
 
+/**
+ * The redeem authorisation as the routes read it: the protocol's schema with the rail left to the
+ * route, so that an unknown rail (`ted`) answers 422 `UNSUPPORTED_RAIL` as documented rather than a
+ * schema refusal (`payoutRailOf`, src/settlement/payout-destination.ts).
+ */
+export const redeemAuthorizationInput = redeemAuthorizationJsonSchema.extend({
+  settlement_rail: z.string().min(1).max(40).describe('pix or boleto, as signed (any other: 422 UNSUPPORTED_RAIL)'),
+});
+
 export const redeemPlcRequest = z
-  .strictObject({ plc: plcJsonSchema, authorization: redeemAuthorizationJsonSchema })
+  .strictObject({ plc: plcJsonSchema, authorization: redeemAuthorizationInput })
   .describe('RedeemPLCRequest: the PLC with its full chain and the bearer-signed redeem authorisation (docs/protocol.md)');
 
 export const settlementRequest = z
   .strictObject({
     plc_id: z.string().uuid(),
     plc_payload: z.string().max(180_000).describe('the full PLC JSON, base64-encoded'),
-    settlement_rail: z.enum(['pix', 'boleto']),
+    settlement_rail: z
+      .string()
+      .min(1)
+      .max(40)
+      .describe('pix or boleto (PIX and BOLETO are read as those; the redemption answers pix or boleto); any other rail: 422 UNSUPPORTED_RAIL'),
     destination: z
       .union([
-        z.strictObject({ pix_key: z.string().min(1).max(77) }),
+        z.strictObject({ pix_key: z.string().min(1).max(320).describe('a Pix key as DICT stores it (docs/settlement.md, "Pix keys"), as signed') }),
         z.strictObject({ boleto_line: z.string().min(1).max(140).describe("the boleto's digitable line, digits only (47 or 48), as signed") }),
       ])
       .describe('pix_key for rail pix, boleto_line for rail boleto'),

@@ -16,7 +16,7 @@ export const keyPublicKeySchema = z
   .string()
   .regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits (Ed25519 public key)')
   // Judged only once the text is 64 hex digits (zod runs refinements after a failed regex too).
-  .refine((hex) => !/^[0-9a-f]{64}$/.test(hex) || isValidPublicKey(hexToBytes(hex, 32)), 'not a valid Ed25519 public key (non-canonical or of small order)');
+  .refine((hex) => !/^[0-9a-f]{64}$/.test(hex) || isValidPublicKey(hexToBytes(hex, 32)), 'not a valid Ed25519 public key (non-canonical, of small order, or with a torsion component)');
 export const keyDeviceIdSchema = z
   .string()
   .regex(deviceIdPattern, 'device_id: 1 to 128 characters of A-Z a-z 0-9 . _ - (no ":", which separates the signed fields)');

@@ -52,7 +52,7 @@ import {
   type KeptBlocklist,
 } from './blocklist.ts';
 import { checkBoletoLine } from '../../src/settlement/boleto.ts';
-import { pixKeyType } from '../../src/settlement/pix-key.ts';
+import { pixKeyRefusal, pixKeyType } from '../../src/settlement/pix-key.ts';
 import { signFeeConsent } from '../../src/fees/consent.ts';
 import {
   deleteToken,
@@ -811,7 +811,7 @@ function destinationOf(options: RedeemOptions): { rail: 'pix' | 'boleto'; destin
   if (pixKeyType(options.pixKey) === null) {
     throw new WalletError(
       'invalid_destination',
-      `--pix-key ${JSON.stringify(options.pixKey)} is not a Pix key (CPF 11 digits, CNPJ 14 digits, +55 phone, e-mail of at most 77 characters, or a random key): nothing was signed`,
+      `--pix-key ${JSON.stringify(options.pixKey)} is not a Pix key (${pixKeyRefusal(options.pixKey)}): nothing was signed`,
     );
   }
   return { rail: 'pix', destination: options.pixKey, lineAmountMinor: null };

@@ -1,6 +1,6 @@
 import { DomainError } from '../errors.ts';
 import { checkBoletoLine, type BoletoCheck } from './boleto.ts';
-import { pixKeyType, type PixKeyType } from './pix-key.ts';
+import { pixKeyRefusal, pixKeyType, type PixKeyType } from './pix-key.ts';
 
 /**
  * Where a redemption pays out, decided from the redeem authorisation before any money moves
@@ -18,6 +18,27 @@ import { pixKeyType, type PixKeyType } from './pix-key.ts';
 
 export const payoutRails = ['pix', 'boleto'] as const;
 export type PayoutRail = (typeof payoutRails)[number];
+
+/**
+ * A rail as a route receives it (docs/protocol.md 9.2, docs/limits-and-fees.md): every route names
+ * the rails `pix` and `boleto` and answers them so. Where the value is not a signed one (the fee
+ * estimate, `POST /api/v1/settlements`'s `settlement_rail`, from which the server builds the signed
+ * message) `PIX` and `BOLETO` are accepted too and read as `pix` and `boleto`; in a signed
+ * authorisation the rail is part of the signed text and must be written `pix` or `boleto`. Any other
+ * rail (`ted`, `Pix`) is 422 `UNSUPPORTED_RAIL` at `field`.
+ */
+export function payoutRailOf(text: string, field: string, options: { signed: boolean }): PayoutRail {
+  const lower = text === text.toUpperCase() && !options.signed ? text.toLowerCase() : text;
+  if ((payoutRails as readonly string[]).includes(lower)) return lower as PayoutRail;
+  const cased = !options.signed && (payoutRails as readonly string[]).includes(text.toLowerCase());
+  throw new DomainError(
+    'UNSUPPORTED_RAIL',
+    cased
+      ? `rail ${text.slice(0, 20)}: write pix or boleto (PIX and BOLETO are read too)`
+      : `unknown settlement rail ${text.slice(0, 20)}: pix or boleto${options.signed ? ', in lower case as signed' : ''}`,
+    { field },
+  );
+}
 
 export const payoutDestinationTypes = ['CPF', 'CNPJ', 'EMAIL', 'PHONE', 'EVP', 'BANK_SLIP', 'COLLECTION'] as const;
 export type PayoutDestinationType = PixKeyType | 'BANK_SLIP' | 'COLLECTION';
@@ -43,7 +64,7 @@ export function checkPayoutDestination(
   if (rail === 'pix') {
     const destinationType = pixKeyType(destination);
     if (destinationType === null) {
-      throw new DomainError('UNSUPPORTED_RAIL', 'the destination is not a valid Pix key (CPF, CNPJ, e-mail, +55 phone or random key)', {
+      throw new DomainError('UNSUPPORTED_RAIL', `the destination is not a valid Pix key: ${pixKeyRefusal(destination)}`, {
         field: 'authorization.destination',
       });
     }
@@ -70,7 +91,7 @@ export function checkPayoutDestination(
     }
     return { rail, destination, destinationType: checked.boleto.kind };
   }
-  throw new DomainError('UNSUPPORTED_RAIL', `unknown settlement rail ${rail.slice(0, 20)}: pix or boleto`, { field: 'authorization.settlement_rail' });
+  throw new DomainError('UNSUPPORTED_RAIL', `unknown settlement rail ${rail.slice(0, 20)}: pix or boleto, in lower case as signed`, { field: 'authorization.settlement_rail' });
 }
 
 const boletoRefusalMessages: Readonly<Record<Extract<BoletoCheck, { ok: false }>['reason'], string>> = {

@@ -45,11 +45,11 @@ describe('GET /api/v1/fees/schedule', () => {
     expect(body).toMatchObject({ version: 1, current_version: 1, versions: [{ version: 1 }] });
     expect(body.rounding).toMatch(/round_half_up/);
     expect(body.rules).toEqual([
-      { rail: 'BOLETO', tier: null, fixed: '3.50', rate_bps: 50, min: '2.00', max: '15.00' },
-      { rail: 'BOLETO', tier: 'STANDARD', fixed: '3.00', rate_bps: 25, min: '2.00', max: '15.00' },
-      { rail: 'BOLETO', tier: 'TRUSTED', fixed: '2.50', rate_bps: 0, min: '2.00', max: '15.00' },
-      { rail: 'BOLETO', tier: 'PREMIUM', fixed: '2.00', rate_bps: 0, min: '2.00', max: '15.00' },
-      { rail: 'PIX', tier: null, fixed: '0.00', rate_bps: 0, min: '0.00', max: null },
+      { rail: 'boleto', tier: null, fixed: '3.50', rate_bps: 50, min: '2.00', max: '15.00' },
+      { rail: 'boleto', tier: 'STANDARD', fixed: '3.00', rate_bps: 25, min: '2.00', max: '15.00' },
+      { rail: 'boleto', tier: 'TRUSTED', fixed: '2.50', rate_bps: 0, min: '2.00', max: '15.00' },
+      { rail: 'boleto', tier: 'PREMIUM', fixed: '2.00', rate_bps: 0, min: '2.00', max: '15.00' },
+      { rail: 'pix', tier: null, fixed: '0.00', rate_bps: 0, min: '0.00', max: null },
     ]);
   });
 
@@ -90,8 +90,6 @@ describe('POST /api/v1/fees/estimate', () => {
     [{ amount: '1e3', rail: 'PIX' }, 'amount'],
     [{ amount: '99999999999999999999999', rail: 'PIX' }, 'amount'],
     [{ amount: 'NaN', rail: 'PIX' }, 'amount'],
-    [{ amount: '1.00', rail: 'TED' }, 'rail'],
-    [{ amount: '1.00', rail: 'pix' }, 'rail'],
     [{ amount: '1.00' }, 'rail'],
     [{ amount: '1.00', rail: 'PIX', tier: 'DIAMOND' }, 'tier'],
     [{ amount: '1.00', rail: 'PIX', currency: 'JPY' }, 'currency'],
@@ -102,6 +100,19 @@ describe('POST /api/v1/fees/estimate', () => {
     const response = await estimate(payload);
     if (field === 'surprise') expect(response.statusCode).toBe(422);
     else expect422(response, field);
+  });
+
+  it('one rail vocabulary: pix and boleto, PIX and BOLETO read as those, answered as pix and boleto; any other rail is 422 UNSUPPORTED_RAIL', async () => {
+    for (const [rail, answered] of [['pix', 'pix'], ['PIX', 'pix'], ['boleto', 'boleto'], ['BOLETO', 'boleto']]) {
+      const response = await estimate({ amount: '150.00', rail });
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toMatchObject({ rail: answered, rule: { rail: answered } });
+    }
+    for (const rail of ['ted', 'TED', 'Pix', 'pix ', '']) {
+      const response = await estimate({ amount: '1.00', rail });
+      expect(response.statusCode).toBe(422);
+      expect(response.json().detail[0]).toMatchObject({ loc: ['body', 'rail'], type: rail === '' ? expect.any(String) : 'UNSUPPORTED_RAIL' });
+    }
   });
 
   it('an unknown schedule version is a 404', async () => {

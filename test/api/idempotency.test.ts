@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytesToHex, chainHeadHash, currentBearer, plcToJson, signRedeem, type Plc } from '../../src/protocol/index.ts';
+import { recordAuthorization } from '../../db/used-authorizations.ts';
+import { bytesToHex, cancelAuthorizationHash, chainHeadHash, currentBearer, hexToBytes, plcFromJson, plcToJson, redeemAuthorizationFromJson, signRedeem, type Plc } from '../../src/protocol/index.ts';
+import { derivedUuid, idempotencyRequestHash } from '../../api/plugins/idempotency.ts';
 import { loadDocument, operationsOf } from '../support/openapi.ts';
+import { waitFor } from '../support/wait.ts';
 import { redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { cancelBody, hop, issue, limitIncreaseBody, newWallet, type TestWallet } from '../support/wallet.ts';
 
@@ -261,5 +264,160 @@ describe('Idempotency-Key', () => {
     const corrected = await send('POST /api/v1/balance/deposit', key, { owner_id: owner, amount: '1.00', currency: 'BRL' }, h.admin);
     expect(corrected.statusCode, corrected.body).toBe(200);
     expect(corrected.headers['x-idempotency-replayed']).toBeUndefined();
+  });
+});
+
+/**
+ * A retry always finds its result (docs/protocol.md 9.4, "A retry finds its result"): the first
+ * attempt committed but its answer was lost (the process died before the Idempotency-Key's answer
+ * was stored, the connection dropped, or a dependency's deadline answered 503 while the work went
+ * on, which releases the key): simulated by deleting the key's record after the first attempt.
+ * The retry with the same key and body answers what the first attempt created, not a refusal of
+ * the work as done, and does nothing twice.
+ */
+describe('a retry whose first answer was lost after the commit', () => {
+  type Body = Record<string, unknown>;
+  const sameRedemption = async (first: Body, again: Body) => {
+    expect(again).toMatchObject({ redemption_id: first.redemption_id, token_id: first.token_id, amount: first.amount });
+    // One redemption, found by the bearer by its token id too.
+    const listed = await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${String(first.token_id)}/redemptions`, headers: device });
+    expect(listed.statusCode, listed.body).toBe(200);
+    expect(listed.json().map((row: Body) => row.redemption_id)).toEqual([first.redemption_id]);
+  };
+  const samePlc = async (first: Body, again: Body) => {
+    expect(again).toMatchObject({ token_id: first.token_id, issue_transaction_id: first.issue_transaction_id, created: false });
+    const promised = (await h.t.app.inject({ method: 'GET', url: `/api/v1/balance/${String(first.issuer_pubkey)}` })).json();
+    expect(promised.promised).toBe(first.amount);
+  };
+  const sameBalance = async (first: Body, again: Body) => {
+    expect(again).toEqual(first);
+  };
+  const outcomes: Record<string, (first: Body, again: Body) => Promise<void>> = {
+    'POST /api/v1/plc/create': samePlc,
+    'POST /api/v1/plcs': samePlc,
+    'POST /api/v1/plc/{token_id}/cancel': async (first, again) => {
+      expect(again).toEqual(first);
+    },
+    'POST /api/v1/redeem/': sameRedemption,
+    'POST /api/v1/settlements': sameRedemption,
+    'POST /api/v1/balance/deposit': sameBalance,
+    'POST /api/v1/dev/owners/{owner_id}/fund': sameBalance,
+    'POST /api/v1/redemption/pix': async (first, again) => {
+      expect(again).toMatchObject({ charge_id: first.charge_id, payment_id: first.payment_id });
+    },
+    'POST /api/v1/redemption/boleto': async (first, again) => {
+      expect(again).toMatchObject({ charge_id: first.charge_id, payment_id: first.payment_id });
+    },
+  };
+
+  it.each(Object.keys(outcomes))('%s: the same key and body answers what the first attempt created, nothing twice', async (operation) => {
+    const { body, headers, url } = await (table[operation] as () => Promise<Case>)();
+    const key = `idem-${randomUUID()}`;
+    const first = await send(operation, key, body, headers, url);
+    expect(first.statusCode, first.body).toBe(200);
+    await h.t.db.pool.query('DELETE FROM idempotency_records WHERE key = $1', [key]);
+    const again = await send(operation, key, body, headers, url);
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.headers['x-idempotency-replayed']).toBeUndefined();
+    await (outcomes[operation] as (first: Body, again: Body) => Promise<void>)(first.json(), again.json());
+  });
+
+  it('a redemption the first attempt opened while its answer timed out (the service ran, the route answered 503) is the retry\'s answer, in its current state', async () => {
+    const { plc, issuer, bearer } = await issuedPlc();
+    const held = hop(plc, issuer, bearer);
+    const body = redeemBody(held, bearer, pixKey);
+    const key = `idem-${randomUUID()}`;
+    // What the first attempt did before its deadline: the service opened the redemption under the
+    // id the route derives from the key and body; the route's answer never reached the client.
+    const redemptionId = derivedUuid(`idempotency|redeem|${key}|${idempotencyRequestHash(body)}`);
+    const opened = await h.t.app.services.redemptions.openRedemption({
+      plc: plcFromJson(body.plc),
+      authorization: redeemAuthorizationFromJson(body.authorization),
+      field: 'plc',
+      route: 'redeem',
+      deviceId: device['x-device-id'],
+      redemptionId,
+    });
+    const again = await send('POST /api/v1/redeem/', key, body, device);
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.json()).toMatchObject({ redemption_id: opened.id, status: opened.status });
+    // Before this change the retry was refused with 409 AUTHORIZATION_REPLAYED and the client never learnt the id.
+    const otherKey = await send('POST /api/v1/redeem/', `idem-${randomUUID()}`, body, device);
+    expect(otherKey.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+  });
+
+  it('a cancel whose first attempt stopped between claiming its authorisation and cancelling runs the cancel on its retry', async () => {
+    const { plc, issuer } = await issuedPlc();
+    const body = cancelBody(plc, issuer, Date.now());
+    const url = `/api/v1/plc/${plc.commitment.tokenId}/cancel`;
+    const key = `idem-${randomUUID()}`;
+    // The first attempt claimed the authorisation (as the route does before the update) and died.
+    const authorization = {
+      tokenId: plc.commitment.tokenId,
+      commitmentHash: plc.commitmentHash,
+      timestampMs: body.authorization.timestamp_ms,
+      issuerPublicKey: hexToBytes(body.authorization.issuer_pubkey, 32),
+      signature: hexToBytes(body.authorization.signature, 64),
+    };
+    const claimed = await recordAuthorization(h.t.db.pool, {
+      authorizationHash: bytesToHex(cancelAuthorizationHash(authorization)),
+      kind: 'cancel',
+      signerPubkey: body.authorization.issuer_pubkey,
+      tokenId: plc.commitment.tokenId,
+      // The cancellation's id the route derives from the key and body.
+      referenceId: derivedUuid(`idempotency|cancel|${key}|${idempotencyRequestHash(body)}`),
+      signedAtMs: body.authorization.timestamp_ms,
+    });
+    expect(claimed).toBe(true);
+    const retried = await send('POST /api/v1/plc/{token_id}/cancel', key, body, device, url);
+    expect(retried.statusCode, retried.body).toBe(200);
+    expect(retried.json()).toMatchObject({ token_id: plc.commitment.tokenId, status: 'CANCELLED' });
+    // Without a key the same authorisation is a replay, as before.
+    const { plc: second, issuer: secondIssuer } = await issuedPlc();
+    const secondBody = cancelBody(second, secondIssuer, Date.now());
+    const secondUrl = `/api/v1/plc/${second.commitment.tokenId}/cancel`;
+    expect((await h.t.app.inject({ method: 'POST', url: secondUrl, headers: device, payload: secondBody })).statusCode).toBe(200);
+    expect((await h.t.app.inject({ method: 'POST', url: secondUrl, headers: device, payload: secondBody })).json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+  });
+
+  it('a create retried after the freshness window (its answer lost) answers the PLC it issued, not PLC_NOT_FRESH', async () => {
+    const issuer = newWallet();
+    await fund(issuer.pubkey, '10.00');
+    const toleranceMs = h.t.app.deps.config.CLOCK_TOLERANCE_MS;
+    // Made at the edge of the window: fresh for the first attempt, stale a moment later.
+    const createdAtMs = Date.now() - toleranceMs + 1_500;
+    const body = { plc: plcToJson(issue(issuer, { amountMinor: 100n, createdAtMs })) };
+    const key = `idem-${randomUUID()}`;
+    const first = await send('POST /api/v1/plc/create', key, body, device);
+    expect(first.statusCode, first.body).toBe(200);
+    await h.t.db.pool.query('DELETE FROM idempotency_records WHERE key = $1', [key]);
+    await waitFor(() => Date.now() > createdAtMs + toleranceMs + 100, { what: 'the PLC to leave the freshness window', timeoutMs: 5_000 });
+    const again = await send('POST /api/v1/plc/create', key, body, device);
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.json()).toMatchObject({ token_id: first.json().token_id, issue_transaction_id: first.json().issue_transaction_id, created: false });
+    // Another PLC as stale is still refused.
+    const stale = await send('POST /api/v1/plc/create', `idem-${randomUUID()}`, { plc: plcToJson(issue(issuer, { amountMinor: 100n, createdAtMs })) }, device);
+    expect(stale.json().detail[0]).toMatchObject({ type: 'PLC_NOT_FRESH' });
+  });
+
+  it('the same signed redeem or cancel under another key, or a cancel without a key, is still AUTHORIZATION_REPLAYED', async () => {
+    const { plc, issuer, bearer } = await issuedPlc();
+    const held = hop(plc, issuer, bearer);
+    const body = redeemBody(held, bearer, pixKey);
+    expect((await send('POST /api/v1/redeem/', `idem-${randomUUID()}`, body, device)).statusCode).toBe(200);
+    const other = await send('POST /api/v1/redeem/', `idem-${randomUUID()}`, body, device);
+    expect(other.statusCode).toBe(409);
+    expect(other.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+    const noKey = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: body });
+    expect(noKey.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+
+    const issued = await issuedPlc();
+    const cancel = cancelBody(issued.plc, issued.issuer, Date.now());
+    const cancelUrl = `/api/v1/plc/${issued.plc.commitment.tokenId}/cancel`;
+    expect((await send('POST /api/v1/plc/{token_id}/cancel', `idem-${randomUUID()}`, cancel, device, cancelUrl)).statusCode).toBe(200);
+    const replayed = await h.t.app.inject({ method: 'POST', url: cancelUrl, headers: device, payload: cancel });
+    expect(replayed.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
+    const underAnotherKey = await send('POST /api/v1/plc/{token_id}/cancel', `idem-${randomUUID()}`, cancel, device, cancelUrl);
+    expect(underAnotherKey.json()).toMatchObject({ code: 'AUTHORIZATION_REPLAYED' });
   });
 });

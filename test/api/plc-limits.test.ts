@@ -56,6 +56,7 @@ describe('GET /api/v1/plc/limits/{device_id}', () => {
     expect(response.json()).toEqual({
       device_id: deviceId,
       owner_id: wallet.pubkey,
+      registered: true,
       tier: 'STANDARD',
       score: 500,
       settled_volume: '0.00',
@@ -81,13 +82,52 @@ describe('GET /api/v1/plc/limits/{device_id}', () => {
     expect(latest.other_owners).toEqual([expect.objectContaining({ owner_id: first.pubkey, plcs: 1 })]);
     const earlier = await limitsOf(deviceId, `?owner_id=${first.pubkey}`);
     expect(earlier.json()).toMatchObject({ owner_id: first.pubkey, usage: [{ issued_last_24h: '1.00' }] });
-    expect((await limitsOf(deviceId, `?owner_id=${newWallet().pubkey}`)).json()).toMatchObject({ code: 'DEVICE_NOT_FOUND' });
+    // An owner that never used this device: the limits its first PLC here would get.
+    const stranger = newWallet().pubkey;
+    const unused = await limitsOf(deviceId, `?owner_id=${stranger}`);
+    expect(unused.statusCode).toBe(200);
+    expect(unused.json()).toMatchObject({ owner_id: stranger, registered: false, tier: 'STANDARD', max_amount: '500.00', daily_limit: '1000.00', usage: [], override: null });
+    expect(unused.json().other_owners.map((row: { owner_id: string }) => row.owner_id).sort()).toEqual([first.pubkey, second.pubkey].sort());
   });
 
-  it('404 DEVICE_NOT_FOUND for a device that never registered a PLC; 422 for a malformed device id or owner', async () => {
-    const unknown = await limitsOf(deviceOf());
-    expect(unknown.statusCode).toBe(404);
-    expect(unknown.json()).toMatchObject({ code: 'DEVICE_NOT_FOUND' });
+  it('a device that never registered a PLC answers the default limits its first PLC would get (not 404); 422 for a malformed device id or owner', async () => {
+    const deviceId = deviceOf();
+    const unknown = await limitsOf(deviceId);
+    expect(unknown.statusCode).toBe(200);
+    expect(unknown.json()).toEqual({
+      device_id: deviceId,
+      owner_id: null,
+      registered: false,
+      tier: 'STANDARD',
+      score: 500,
+      settled_volume: '0.00',
+      max_amount: '500.00',
+      daily_limit: '1000.00',
+      source: 'TIER',
+      automatic: { max_amount: '500.00', daily_limit: '1000.00' },
+      ceiling: { max_amount: '1000.00', daily_limit: '2000.00' },
+      override: null,
+      usage: [],
+      other_owners: [],
+      increase_request: 'POST /api/v1/plc/limits/increase-request',
+    });
+    // They are the limits that apply: a new owner's first PLC on that device is held to them.
+    const wallet = newWallet();
+    await t.deposit(wallet.pubkey, '5000.00');
+    // The 422 carries the refusal's details as its item's ctx (docs/errors.md), amounts as decimal strings.
+    expect((await create(wallet, 50_001n, deviceId)).json()).toEqual({
+      detail: [
+        {
+          loc: ['body', 'amount'],
+          msg: expect.any(String),
+          type: 'PLC_AMOUNT_ABOVE_MAXIMUM',
+          ctx: { limit: 'max_amount', amount_max_minor: '50000', increase_request: 'POST /api/v1/plc/limits/increase-request' },
+        },
+      ],
+    });
+    expect((await create(wallet, 50_000n, deviceId)).statusCode).toBe(200);
+    // The admin's view of a device's requests still refuses a device it never saw.
+    expect((await adminGet(`/plc-limits/${deviceOf()}`)).json()).toMatchObject({ code: 'DEVICE_NOT_FOUND' });
     expect((await limitsOf('bad%20device')).statusCode).toBe(422);
     expect((await limitsOf('device-1', '?owner_id=XYZ')).statusCode).toBe(422);
   });

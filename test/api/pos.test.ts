@@ -92,11 +92,40 @@ describe('POST /api/v1/pos/sync', () => {
     expect(conflict.json().code).toBe('POS_BATCH_CONFLICT');
   });
 
+  it('a batch whose answer was lost after its items committed (never stored) answers, sent again, the same redemptions, opening none twice', async () => {
+    const paid = hop(await created(), issuer, terminal);
+    const kept = hop(await created(), issuer, terminal);
+    const ted = hop(await created(), issuer, terminal);
+    const tedAuthorization = { ...redeemBody(ted, terminal, pixKey).authorization, settlement_rail: 'ted' };
+    const batch = {
+      batch_id: `batch-${randomUUID()}`,
+      items: [
+        { plc: plcToJson(paid), redeem: { authorization: redeemBody(paid, terminal, pixKey).authorization } },
+        { plc: plcToJson(kept) },
+        { plc: plcToJson(ted), redeem: { authorization: tedAuthorization } },
+      ],
+    };
+    const first = await sync(batch);
+    expect(first.statusCode, first.body).toBe(200);
+    const answer = first.json();
+    expect(answer).toMatchObject({ stored: true, counts: { registered: 1, redeemed: 1, refused: 1 } });
+    expect(answer.items[2]).toMatchObject({ status: 'refused', error: { stage: 'redeem', code: 'UNSUPPORTED_RAIL', details: { field: 'items.2.redeem.authorization.settlement_rail' } } });
+    // The process died before the batch's answer was stored: its row is gone, its items are not.
+    await h.t.db.pool.query('DELETE FROM pos_batches WHERE customer_id = $1 AND batch_id = $2', [customerId, batch.batch_id]);
+    const again = await sync(batch);
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.json()).toMatchObject({ replayed: false, stored: true, counts: { registered: 1, redeemed: 1, refused: 1 } });
+    expect(again.json().items[0].redemption.redemption_id).toBe(answer.items[0].redemption.redemption_id);
+    expect(again.json().items[1].registration).toMatchObject({ appended: 0, chain_length: 1 });
+    const redemptions = await h.t.db.pool.query('SELECT count(*)::int AS n FROM redemptions WHERE token_id = $1', [paid.commitment.tokenId]);
+    expect(redemptions.rows[0].n).toBe(1);
+  });
+
   it("refuses a batch over the plan's size, a credential without pos:sync, an unsigned call, and a suspended customer", async () => {
     const starter = await activeCustomer(h.t.app, h.admin, { plan: 'STARTER' });
     const tooLarge = await sync({ batch_id: 'big', items: Array.from({ length: 101 }, () => ({})) }, starter.credential);
     expect(tooLarge.statusCode).toBe(422);
-    expect(tooLarge.json().detail[0]).toMatchObject({ loc: ['body', 'items'], type: 'POS_BATCH_TOO_LARGE' });
+    expect(tooLarge.json().detail).toEqual([{ loc: ['body', 'items'], msg: expect.any(String), type: 'POS_BATCH_TOO_LARGE', ctx: { max: 100 } }]);
     expect((await sync({ batch_id: 'big', items: Array.from({ length: 501 }, () => ({})) })).statusCode).toBe(422);
 
     const issued = await h.t.app.inject({ method: 'POST', url: `/api/v1/admin/b2b/customers/${starter.customerId}/credentials`, headers: h.admin, payload: { scopes: ['plc:read'] } });

@@ -84,4 +84,37 @@ describe('a boleto destination at the redeem routes', () => {
     const mixed = await post('/api/v1/settlements', { ...settlementBody(plc, b, 'someone@example.com'), settlement_rail: 'boleto' });
     expectRefused(mixed, 'UNSUPPORTED_RAIL', ['body', 'destination']);
   });
+
+  it('one rail vocabulary: an unknown rail is 422 UNSUPPORTED_RAIL at both routes; /settlements reads BOLETO as boleto (the signed rail)', async () => {
+    const [a, b] = [newWallet(), newWallet()];
+    const plc = hop(await created(a, 1_000n), a, b);
+    const signedTed = { ...redeemBody(plc, b, 'someone@example.com'), authorization: { ...redeemBody(plc, b, 'someone@example.com').authorization, settlement_rail: 'ted' } };
+    expectRefused(await post('/api/v1/redeem/', signedTed), 'UNSUPPORTED_RAIL', ['body', 'authorization', 'settlement_rail']);
+    // In a signed authorisation the rail is signed text: PIX is not pix there.
+    const upper = { ...signedTed, authorization: { ...signedTed.authorization, settlement_rail: 'PIX' } };
+    expectRefused(await post('/api/v1/redeem/', upper), 'UNSUPPORTED_RAIL', ['body', 'authorization', 'settlement_rail']);
+    expectRefused(await post('/api/v1/settlements', { ...settlementBody(plc, b, 'someone@example.com'), settlement_rail: 'ted' }), 'UNSUPPORTED_RAIL', ['body', 'settlement_rail']);
+    // BOLETO is read as boleto: the signature over "boleto" verifies and the line's amount is what is judged.
+    const consent = await t.app.inject({ method: 'POST', url: '/api/v1/fees/consent', payload: feeConsentBody(b, 1) });
+    expect(consent.statusCode, consent.body).toBe(200);
+    const settlement = settlementBody(plc, b, bankSlipLine(1_000n));
+    const { authorization } = boletoRedeemBody(plc, b, bankSlipLine(1_000n), settlement.timestamp_ms);
+    const upperBoleto = await post('/api/v1/settlements', {
+      ...settlement,
+      settlement_rail: 'BOLETO',
+      destination: { boleto_line: bankSlipLine(1_000n) },
+      bearer_signature: authorization.signature,
+    });
+    expectRefused(upperBoleto, 'BOLETO_AMOUNT_MISMATCH');
+  });
+
+  it('refuses a Pix key that is not in the form DICT stores (422 UNSUPPORTED_RAIL), booking nothing', async () => {
+    const [a, b] = [newWallet(), newWallet()];
+    const plc = hop(await created(a, 500n), a, b);
+    for (const key of ['"<svg/onload=x>"@example.com', '123E4567-E89B-42D3-A456-556642440000', '12345678901', `${'a'.repeat(64)}@exampless.com`]) {
+      expectRefused(await post('/api/v1/redeem/', redeemBody(plc, b, key)), 'UNSUPPORTED_RAIL');
+      expectRefused(await post('/api/v1/settlements', settlementBody(plc, b, key)), 'UNSUPPORTED_RAIL');
+    }
+    expect((await t.app.inject({ method: 'GET', url: `/api/v1/plc/${plc.commitment.tokenId}/status` })).json()).toMatchObject({ redemption_in_flight: false });
+  });
 });

@@ -137,6 +137,8 @@ describe('POST /api/v1/security/key/backup', () => {
     ['a seed of half a byte', { encrypted_seed: 'a'.repeat(33) }, 'encrypted_seed'],
     ['a public key of small order', { public_key: `01${'00'.repeat(31)}` }, 'public_key'],
     ['a non-canonical public key', { public_key: `ed${'ff'.repeat(30)}7f` }, 'public_key'],
+    // Canonical and not of small order, but with a torsion component (vector torsion_key_1_*): refused too.
+    ['a public key with a torsion component', { public_key: 'dfaee177bafa8cb0327629b802d680841aa21c6bbb2756a35b4c8da290fd11b8' }, 'public_key'],
     ['a public key in uppercase', { public_key: 'AB'.repeat(32) }, 'public_key'],
     ['a device id with a colon', { device_id: 'phone:1' }, 'device_id'],
     ['a device id of 129 characters', { device_id: 'd'.repeat(129) }, 'device_id'],

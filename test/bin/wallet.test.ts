@@ -403,7 +403,7 @@ describe('wallet program', () => {
     const plc = createPlc({ issuerSecretKey: issuer.secretKey, amountMinor: 100n, currency: 'BRL', createdAtMs: Date.now(), ttlHours: 2 });
     const sent = appendTransfer(plc, { senderSecretKey: issuer.secretKey, recipientPublicKey: hexToBytes(keys.c, 32), timestampMs: Date.now() });
     await ok(dirs.c, 'receive', '--text', encodeTransportText(backed(sent)));
-    const printed = JSON.parse(await ok(dirs.c, 'redeem', '--token', plc.commitment.tokenId, '--pix-key', '12345678901')) as { authorization: unknown };
+    const printed = JSON.parse(await ok(dirs.c, 'redeem', '--token', plc.commitment.tokenId, '--pix-key', '12345678909')) as { authorization: unknown };
     expect(verifyRedeem(parseRedeemAuthorizationJson(printed.authorization))).toBe(true);
     expect(await ok(dirs.c, 'show', '--token', plc.commitment.tokenId)).toContain('signed, not posted');
   });

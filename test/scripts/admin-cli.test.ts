@@ -158,8 +158,8 @@ describe('admin CLI: fees-publish', () => {
       version: 2,
       description: 'Pix charged for Basic',
       rules: [
-        { rail: 'PIX', tier: null, fixed: '0.10', rate_bps: 100, min: '0.20', max: '5.00' },
-        { rail: 'PIX', tier: 'PREMIUM', fixed: '0.00' },
+        { rail: 'pix', tier: null, fixed: '0.10', rate_bps: 100, min: '0.20', max: '5.00' },
+        { rail: 'pix', tier: 'PREMIUM', fixed: '0.00' },
       ],
     });
   });
