@@ -187,7 +187,7 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     expect(await a.page.locator(`[data-token="${tokenId}"] [data-testid=state]`).textContent()).toBe('paid away');
   }, 120_000);
 
-  it('offline: C refuses a forged PLC, an expired one, one from a blocked key, and a replay, in plain words', async () => {
+  it('offline: C refuses a forged PLC, an expired one, one from a blocked key, one never issued online, and a replay, in plain words', async () => {
     const page = c.page;
     const cKey = walletOf(keys.c!);
     const stranger = newWallet();
@@ -210,6 +210,11 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     expect(await showPlc(page, toC(issue(stranger, { amountMinor: 400n }), stranger))).toContain('carries no receipt from the service');
     expect(await page.getByTestId('refusal').getAttribute('data-code')).toBe('unbacked');
     await shot(page, 'refused-unbacked');
+
+    // The chain C already holds, shown again.
+    const held = ((await readStored(page, 'tokens', tokenId)) as { plc: unknown }).plc;
+    expect(await showPlc(page, parsePlcJson(held))).toContain('already holds exactly this payment');
+    await page.getByRole('button', { name: 'Back', exact: true }).click();
   }, 120_000);
 
   it('offline: C refuses a second commitment under a known token id, and a receipt from a key it does not trust', async () => {
@@ -244,9 +249,6 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     expect(stored.plc.amount).toBe('6.00');
     expect(await readStored(page, 'tokens', plc.commitment.tokenId)).toBeUndefined();
 
-    // The chain C already holds, shown again.
-    const held = ((await readStored(page, 'tokens', tokenId)) as { plc: unknown }).plc;
-    expect(await showPlc(page, parsePlcJson(held))).toContain('already holds exactly this payment');
     await page.getByRole('button', { name: 'Back', exact: true }).click();
   }, 120_000);
 
