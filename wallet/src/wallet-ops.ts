@@ -30,7 +30,7 @@ import {
   type RejectionReason,
   type SignedBlocklist,
 } from '../../src/protocol/index.ts';
-import type { TokenRecord } from './db.ts';
+import type { TokenRecord } from './records.ts';
 
 export interface Refusal {
   readonly ok: false;
