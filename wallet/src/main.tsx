@@ -360,6 +360,13 @@ function Issue({ me, done }: { me: Unlocked; done: () => void }) {
         if (e instanceof ApiError && e.status >= 400 && e.status < 500) {
           await deleteToken(json.token_id);
         }
+        // No answer: the service may have registered it. The PLC is kept; the balance screen asks the
+        // service when online, and fetches the receipt (the PLC's JSON view) if it was registered.
+        if (e instanceof ApiError && e.status === 0) {
+          setQuote(null);
+          setError(`No answer from the service (${short(json.token_id)} is kept): the balance screen checks with the service when the wallet is online, and fetches its receipt if it was registered.`);
+          return;
+        }
         throw e;
       }
       setQuote(null);
