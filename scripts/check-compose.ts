@@ -48,8 +48,19 @@ for (const panel of dashboard.panels) {
 }
 if (!/profiles: \["observability"\]/.test(compose)) problems.push('docker-compose.yml: the observability services must stay in their optional profile');
 
+// The image (Dockerfile): every web app the API serves from its built files (console/dist at
+// /console, wallet/dist at /wallet/) is built in the first stage and copied into the final one,
+// whose `npm ci` runs the `prepare` script and so needs each build script present.
+const dockerfile = readFileSync('Dockerfile', 'utf8');
+const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+for (const app of ['console', 'wallet']) {
+  if (!new RegExp(`node scripts/build-${app}\\.ts --required`).test(dockerfile)) problems.push(`Dockerfile: the build stage does not build ${app}/ (node scripts/build-${app}.ts --required)`);
+  if (!finalStage.includes(`COPY --from=console /build/${app}/dist ./${app}/dist`)) problems.push(`Dockerfile: the final stage does not copy ${app}/dist`);
+  if (!new RegExp(`COPY [^\\n]*scripts/build-${app}\\.ts[^\\n]* \\./scripts/`).test(finalStage)) problems.push(`Dockerfile: the final stage's npm ci runs prepare, which needs scripts/build-${app}.ts`);
+}
+
 if (problems.length > 0) {
   process.stderr.write(`${problems.join('\n')}\n`);
   process.exit(1);
 }
-process.stdout.write('search attributes in docker-compose setup match the code\n');
+process.stdout.write('search attributes in docker-compose setup match the code; the Dockerfile builds and copies console/dist and wallet/dist\n');

@@ -4,7 +4,7 @@ import QRCode from 'qrcode';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upsertFlag } from '../../db/feature-flags.ts';
-import { encodeTransportText, hexToBytes, parsePlcJson, plcToJson, type Plc } from '../../src/protocol/index.ts';
+import { encodeTransportText, generateKeyPair, hexToBytes, parsePlcJson, plcToJson, signIssueReceipt, withIssueReceipt, type Plc } from '../../src/protocol/index.ts';
 import { browserUnavailable } from '../support/browser.ts';
 import { bankSlipLine, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
 import { hop, issue, newWallet, type TestWallet } from '../support/wallet.ts';
@@ -12,13 +12,15 @@ import { createWallet, ensureWalletBuilt, launchChromium, newPhone, readStored, 
 
 /**
  * Wallets paying each other offline by QR code in headless Chromium, against the service and the
- * gateway simulator (docs/wallet.md). Three phones (a browser context each: storage of its own)
- * load the wallet online, then go offline. A issues a PLC online (fee shown before it confirms),
- * pays B, B pays C; every code crosses as pixels: the sender's canvas is captured as a PNG and put
- * in front of the receiver's camera, where the wallet's own scanner decodes it. C refuses, in
- * words, a PLC not addressed to it, a forged one, an expired one and one from a blocked key;
- * a chain of the protocol's full length (32 records) crosses as an animated code with frames
- * dropped and shuffled; back online, C redeems to Pix and follows it to SETTLED.
+ * gateway simulator (docs/wallet.md). Four phones (a browser context each: storage of its own)
+ * load the wallet online, then go offline. A issues a PLC online (fee shown before it confirms)
+ * and keeps the service's issue receipt, pays B, B pays C; every code crosses as pixels: the
+ * sender's canvas is captured as a PNG and put in front of the receiver's camera, where the
+ * wallet's own scanner decodes it, receipt included. C refuses, in words, a PLC not addressed to
+ * it, a forged one, an expired one, one from a blocked key, one never issued online (no receipt),
+ * a second commitment under a known token id, and a receipt from a key it does not trust; a chain
+ * of the protocol's full length (32 records) crosses as an animated code with frames dropped and
+ * shuffled; back online, C redeems to Pix and follows it to SETTLED.
  */
 if (browserUnavailable !== null) console.warn(`browser tests skipped: ${browserUnavailable}`);
 
@@ -98,6 +100,22 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
   };
 
   const walletOf = (hex: string): TestWallet['keys']['publicKey'] => hexToBytes(hex, 32);
+
+  /** The receipt the service keeps for a PLC (its JSON view, what any wallet can fetch). */
+  const serverReceipt = async (id: string): Promise<string | undefined> => {
+    const answer = await h.t.app.inject({ method: 'GET', url: `/api/v1/plc/${id}/json`, headers: { 'x-device-id': 'device-test' } });
+    expect(answer.statusCode).toBe(200);
+    return (answer.json() as { issue_receipt?: string }).issue_receipt;
+  };
+
+  /** Registers `plc` with the service (its issuer funded first) and answers it with the receipt the create answered. */
+  const createOnline = async (issuer: TestWallet, plc: Plc): Promise<Plc> => {
+    await h.t.deposit(issuer.pubkey, '20.00');
+    const answer = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: { 'x-device-id': `device-${issuer.pubkey.slice(0, 8)}` }, payload: { plc: plcToJson(plc) } });
+    expect(answer.statusCode).toBe(200);
+    const receipt = (answer.json() as { issue_receipt: string }).issue_receipt;
+    return withIssueReceipt(plc, hexToBytes(receipt));
+  };
   let tokenId: string;
 
   it('issues a PLC online with the fee shown before consent, and sees the balance', async () => {
@@ -119,6 +137,10 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     expect(String(row.rows[0].amount_minor)).toBe('1250');
     await expect.poll(() => page.getByTestId('balance').textContent(), { timeout: 15_000 }).toContain('37.50 BRL available, 12.50 promised');
     expect(await page.locator(`[data-token="${tokenId}"] [data-testid=state]`).textContent()).toBe('issued, not paid out');
+    // The create answered the service's issue receipt; the wallet keeps it with the PLC, as the service kept it.
+    const kept = ((await readStored(page, 'tokens', tokenId)) as { plc: { issue_receipt?: string } }).plc.issue_receipt;
+    expect(kept).toMatch(/^01[0-9a-f]{272}$/);
+    expect(kept).toBe(await serverReceipt(tokenId));
     await shot(page, 'home');
   });
 
@@ -159,11 +181,13 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     expect(await receiveByQr(b.page, c.page)).toContain('Received 12.50 BRL');
     await c.page.getByRole('button', { name: 'Back', exact: true }).click();
     expect(await c.page.locator(`[data-token="${tokenId}"]`).textContent()).toContain('2 hop(s)');
+    // The receipt crossed both codes with the chain: C keeps the one the service signed.
+    expect(((await readStored(c.page, 'tokens', tokenId)) as { plc: { issue_receipt?: string } }).plc.issue_receipt).toBe(await serverReceipt(tokenId));
     await a.page.getByRole('button', { name: 'Done' }).click();
     expect(await a.page.locator(`[data-token="${tokenId}"] [data-testid=state]`).textContent()).toBe('paid away');
   }, 120_000);
 
-  it('offline: C refuses a forged PLC, an expired one, one from a blocked key, and a replay, in plain words', async () => {
+  it('offline: C refuses a forged PLC, an expired one, one from a blocked key, one never issued online, and a replay, in plain words', async () => {
     const page = c.page;
     const cKey = walletOf(keys.c!);
     const stranger = newWallet();
@@ -182,9 +206,49 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
 
     expect(await showPlc(page, toC(issue(blockedCheat, { amountMinor: 300n }), blockedCheat))).toContain('blocklist for spending a PLC twice');
 
+    // Unbacked: a valid issuer signature and a valid hop, but never created online, so no receipt.
+    expect(await showPlc(page, toC(issue(stranger, { amountMinor: 400n }), stranger))).toContain('carries no receipt from the service');
+    expect(await page.getByTestId('refusal').getAttribute('data-code')).toBe('unbacked');
+    await shot(page, 'refused-unbacked');
+
     // The chain C already holds, shown again.
     const held = ((await readStored(page, 'tokens', tokenId)) as { plc: unknown }).plc;
     expect(await showPlc(page, parsePlcJson(held))).toContain('already holds exactly this payment');
+    await page.getByRole('button', { name: 'Back', exact: true }).click();
+  }, 120_000);
+
+  it('offline: C refuses a second commitment under a known token id, and a receipt from a key it does not trust', async () => {
+    const page = c.page;
+    const cWallet = { keys: { publicKey: walletOf(keys.c!), secretKey: new Uint8Array(32) }, pubkey: keys.c! };
+    const issuer = newWallet();
+    // The PLC issued online: C accepts it (its receipt verifies), and so knows its token id.
+    const first = await createOnline(issuer, issue(issuer, { amountMinor: 600n }));
+    // The same issuer signs a second commitment under that token id (another amount) for another payee.
+    const second = issue(issuer, { amountMinor: 1500n, tokenId: first.commitment.tokenId });
+    const refusedOnline = await h.t.app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: { 'x-device-id': 'device-double' }, payload: { plc: plcToJson(second) } });
+    expect(refusedOnline.statusCode).toBe(409);
+    await page.getByRole('button', { name: 'Receive' }).click();
+    expect(await showPlc(page, hop(first, issuer, cWallet))).toContain('Received 6.00 BRL');
+    await page.getByRole('button', { name: 'Scan payment' }).waitFor();
+    // Shown with no receipt (the service never signed one for it): unbacked.
+    expect(await showPlc(page, hop(second, issuer, cWallet))).toContain('carries no receipt from the service');
+    expect(await page.getByTestId('refusal').getAttribute('data-reason')).toBe('missing');
+    // Shown with the first commitment's receipt copied onto it: made for a different PLC.
+    expect(await showPlc(page, hop(withIssueReceipt(second, first.issueReceipt!), issuer, cWallet))).toContain('was made for a different PLC');
+    expect(await page.getByTestId('refusal').getAttribute('data-reason')).toBe('wrong_commitment');
+    await shot(page, 'refused-double-issue');
+    // A receipt that verifies, but under a key C's blocklist does not list (a forger's own "service").
+    const other = newWallet();
+    const forgedService = generateKeyPair();
+    const plc = issue(other, { amountMinor: 700n });
+    const selfSigned = withIssueReceipt(plc, signIssueReceipt({ commitment: plc.commitment, serviceSecretKey: forgedService.secretKey, issuedAtMs: Date.now() }));
+    expect(await showPlc(page, hop(selfSigned, other, cWallet))).toContain('signed by a key this wallet does not trust');
+    expect(await page.getByTestId('refusal').getAttribute('data-reason')).toBe('untrusted_key');
+    // None of them was kept: C holds the first commitment only.
+    const stored = (await readStored(page, 'tokens', first.commitment.tokenId)) as { plc: { amount: string } };
+    expect(stored.plc.amount).toBe('6.00');
+    expect(await readStored(page, 'tokens', plc.commitment.tokenId)).toBeUndefined();
+
     await page.getByRole('button', { name: 'Back', exact: true }).click();
   }, 120_000);
 
@@ -192,7 +256,8 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     // 30 hops made elsewhere end at D; D receives them pasted, then pays C by QR: 32 records.
     const issuer = newWallet();
     const start = Date.now() - 60_000;
-    let plc = issue(issuer, { amountMinor: 777n, createdAtMs: start });
+    // Issued online: the chain carries the service's receipt in every frame it crosses in.
+    let plc = await createOnline(issuer, issue(issuer, { amountMinor: 777n, createdAtMs: start }));
     let holder = issuer;
     for (let i = 0; i < 30; i++) {
       const next = newWallet();
@@ -350,6 +415,39 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     expect(String(row.rows[0].fee_minor)).toBe(String(Math.round(Number(fee) * 100)));
     await page.getByRole('button', { name: 'Back', exact: true }).click();
   }, 180_000);
+
+  it('a create whose answer is lost: the PLC is kept, and the next online refresh fetches its receipt', async () => {
+    const page = a.page;
+    await home(page);
+    const before = new Set(await page.locator('[data-token]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-token'))));
+    await page.getByRole('button', { name: 'Issue' }).click();
+    await page.getByLabel('Amount (BRL)').fill('3.00');
+    await page.getByRole('button', { name: 'Review' }).click();
+    // The service registers the PLC, and its answer (the receipt with it) is lost on the way back.
+    let lost = 0;
+    await page.route('**/api/v1/plc/create', async (route) => {
+      if (lost > 0) return route.continue();
+      lost += 1;
+      await route.fetch();
+      return route.abort('connectionreset');
+    });
+    await page.getByRole('button', { name: 'Confirm and issue' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent(), { timeout: 20_000 }).toContain('No answer from the service');
+    expect(lost).toBe(1);
+    await page.unroute('**/api/v1/plc/create');
+    // Back on the balance screen, online: it asks the service about each PLC.
+    await page.getByRole('button', { name: 'Back', exact: true }).click();
+    const newRow = async () =>
+      (await page.locator('[data-token]').evaluateAll((list) => list.map((row) => row.getAttribute('data-token')))).find((token) => token !== null && !before.has(token));
+    await expect.poll(newRow, { timeout: 20_000 }).toBeDefined();
+    const tokenIdLost = (await newRow())!;
+    const server = await serverReceipt(tokenIdLost);
+    expect(server).toMatch(/^01[0-9a-f]{272}$/);
+    // The service registered it; the wallet keeps the receipt the service serves for it.
+    await expect
+      .poll(async () => ((await readStored(page, 'tokens', tokenIdLost)) as { plc: { issue_receipt?: string } }).plc.issue_receipt, { timeout: 20_000 })
+      .toBe(server);
+  }, 120_000);
 
   it('backs a key up through the service and restores it on a new phone; a wrong recovery passphrase is refused', async () => {
     const page = b.page;

@@ -4,34 +4,12 @@
  * or received, in the protocol's JSON form, with what the wallet knows of them. A thin promise
  * layer over IndexedDB itself (each call one transaction), so nothing else is needed for it.
  */
-import type { PlcJson } from '../../src/protocol/index.ts';
+import type { TokenRecord } from './records.ts';
+
+export type { RedeemRecord, TokenRecord } from './records.ts';
 
 const dbName = 'plc-wallet';
 const dbVersion = 1;
-
-export interface RedeemRecord {
-  redemption_id: string | null;
-  status: string | null;
-  failure_reason: string | null;
-  rail: 'pix' | 'boleto';
-  destination: string;
-  timestamp_ms: number;
-  idempotency_key: string;
-  fee: string | null;
-  outcome: 'unknown' | 'accepted' | 'refused';
-  code: string | null;
-}
-
-export interface TokenRecord {
-  token_id: string;
-  plc: PlcJson;
-  updated_at: number;
-  /** issued here / received here */
-  origin: 'issued' | 'received';
-  registered: boolean;
-  server_status: string | null;
-  redeem: RedeemRecord | null;
-}
 
 let opened: Promise<IDBDatabase> | undefined;
 

@@ -23,6 +23,7 @@ import {
   redeemAuthorizationToJson,
   signRedeem,
   transportHopsMax,
+  transportHopsMaxWithReceipt,
   ttlHoursMax,
   ttlHoursMin,
   verifyBlocklistJson,
@@ -39,7 +40,7 @@ import { allTokens, deleteToken, getMeta, getToken, putMeta, putToken, type Rede
 import { FountainDecoder, FountainEncoder, isFountainPart } from './fountain.ts';
 import { drawQr, Scanner } from './qr.ts';
 import { createVault, kdfParams, loadVault, openVault, passphraseCharsMin, WrongPassphrase, type Unlocked } from './vault.ts';
-import { decodePayload, payHop, stateOf, verifyReceived, type Refusal } from './wallet-ops.ts';
+import { attachIssueReceipt, decodePayload, payHop, receiptRefusal, stateOf, verifyReceived, type Refusal } from './wallet-ops.ts';
 import './styles.css';
 
 type Screen =
@@ -71,6 +72,19 @@ async function loadBlocklist(): Promise<SignedBlocklist | undefined> {
 async function trustedKey(): Promise<Uint8Array> {
   const hex = await getMeta<string>('blocklist_key');
   return hex === undefined ? developmentBlocklistPublicKey : hexToBytes(hex, 32);
+}
+
+/**
+ * Keeps with an issued PLC the service's issue receipt (docs/protocol.md section 19) from a
+ * service answer (the create's, or the PLC's JSON view), once it verifies against the receipt
+ * keys this wallet trusts. Answers null when kept, else why not (receivers would refuse the PLC).
+ */
+async function keepReceipt(token: TokenRecord, receiptHex: unknown): Promise<string | null> {
+  const attached = attachIssueReceipt(token.plc, receiptHex, await loadBlocklist(), await trustedKey());
+  if (!attached.ok) return attached.message;
+  const current = (await getToken(token.token_id)) ?? token;
+  await putToken({ ...current, plc: { ...current.plc, issue_receipt: attached.json.issue_receipt }, updated_at: Date.now() });
+  return null;
 }
 
 function Alert({ message, kind = 'error' }: { message: string | null; kind?: 'error' | 'ok' }) {
@@ -196,6 +210,11 @@ function Home({ me, tokens, go, reload }: { me: Unlocked; tokens: TokenRecord[];
         try {
           const status = (await getJson(`/api/v1/plc/${token.token_id}/status`, me.deviceId)) as { status: string };
           if (status.status !== token.server_status) await putToken({ ...token, server_status: status.status, registered: true });
+          // A PLC issued here whose create answer (and its receipt) was lost: the service's view carries the receipt.
+          if (token.origin === 'issued' && token.plc.issue_receipt === undefined) {
+            const view = (await getJson(`/api/v1/plc/${token.token_id}/json`, me.deviceId)) as { issue_receipt?: unknown };
+            await keepReceipt((await getToken(token.token_id)) ?? token, view.issue_receipt);
+          }
         } catch {
           // not registered yet: nothing to show
         }
@@ -330,13 +349,23 @@ function Issue({ me, done }: { me: Unlocked; done: () => void }) {
       const token: TokenRecord = { token_id: json.token_id, plc: json, updated_at: Date.now(), origin: 'issued', registered: false, server_status: null, redeem: null };
       await putToken(token);
       try {
-        const answer = (await postJson('/api/v1/plc/create', me.deviceId, { plc: json }, json.token_id)) as { status: string };
+        const answer = (await postJson('/api/v1/plc/create', me.deviceId, { plc: json }, json.token_id)) as { status: string; issue_receipt?: unknown };
         await putToken({ ...token, registered: true, server_status: answer.status });
-        setResult(`Issued ${json.amount} BRL (${short(json.token_id)}): registered with the service, ${answer.status}.`);
+        // The service's receipt travels with the PLC in every form it is shown in: receivers refuse a PLC without one.
+        const notKept = await keepReceipt({ ...token, registered: true, server_status: answer.status }, answer.issue_receipt);
+        if (notKept !== null) throw new Error(`registered, but the service's receipt is not kept: ${notKept}`);
+        setResult(`Issued ${json.amount} BRL (${short(json.token_id)}): registered with the service, ${answer.status}; its receipt is kept.`);
       } catch (e) {
         // Nothing is promised until the service registers it: a PLC it refused is dropped here.
         if (e instanceof ApiError && e.status >= 400 && e.status < 500) {
           await deleteToken(json.token_id);
+        }
+        // No answer: the service may have registered it. The PLC is kept; the balance screen asks the
+        // service when online, and fetches the receipt (the PLC's JSON view) if it was registered.
+        if (e instanceof ApiError && e.status === 0) {
+          setQuote(null);
+          setError(`No answer from the service (${short(json.token_id)} is kept): the balance screen checks with the service when the wallet is online, and fetches its receipt if it was registered.`);
+          return;
         }
         throw e;
       }
@@ -401,7 +430,9 @@ export const animatedFps = 5;
 function PlcCode({ plc }: { plc: Plc }) {
   const canvas = useRef<HTMLCanvasElement>(null);
   const [info, setInfo] = useState('');
-  const text = plc.transferChain.length <= transportHopsMax ? encodeTransportText(plc) : null;
+  // One code while the text form fits version 40 (fewer hops when the PLC carries its issue receipt), else animated.
+  const hopsMax = plc.issueReceipt === undefined ? transportHopsMax : transportHopsMaxWithReceipt;
+  const text = plc.transferChain.length <= hopsMax ? encodeTransportText(plc) : null;
   useEffect(() => {
     const target = canvas.current;
     if (target === null) return;
@@ -488,7 +519,7 @@ function Receive({ me, reload, done }: { me: Unlocked; reload: () => Promise<voi
       return;
     }
     const known = await getToken(decoded.commitment.tokenId);
-    const verdict = verifyReceived(decoded, { ownKeyHex: me.publicKeyHex, nowMs: Date.now(), blocklist: await loadBlocklist(), known });
+    const verdict = verifyReceived(decoded, { ownKeyHex: me.publicKeyHex, nowMs: Date.now(), blocklist: await loadBlocklist(), trustedServiceKey: await trustedKey(), known });
     if (!verdict.ok) {
       setRefusal(verdict);
       setAccepted(null);
@@ -564,7 +595,7 @@ function Receive({ me, reload, done }: { me: Unlocked; reload: () => Promise<voi
         {progress}
       </p>
       {refusal !== null && (
-        <p role="alert" class="alert" data-testid="refusal" data-code={refusal.code}>
+        <p role="alert" class="alert" data-testid="refusal" data-code={refusal.code} data-reason={refusal.reason}>
           {refusal.message}
         </p>
       )}
@@ -612,6 +643,15 @@ function Pay({ me, tokenId, reload, done, go }: { me: Unlocked; tokenId: string;
     try {
       const plc = parsePlcJson(token.plc);
       if (bytesToHex(currentBearer(plc)) !== me.publicKeyHex) throw new Error('This wallet no longer holds this PLC.');
+      // A hop the receiver would refuse is not signed: without the service's receipt the PLC is refused offline.
+      const unbacked = receiptRefusal(plc, await loadBlocklist(), await trustedKey());
+      if (unbacked !== null) {
+        throw new Error(
+          plc.transferChain.length === 0
+            ? 'Not signed: this PLC has no receipt from the service yet, and receivers refuse a PLC without one. Open the wallet online once so it fetches the receipt.'
+            : `Not signed: receivers would refuse this PLC. ${unbacked.message}`,
+        );
+      }
       const paid = payHop(plc, me.keyPair.secretKey, hexToBytes(recipient, 32), Date.now());
       // Saved before it is shown: a hop shown but not kept could be signed again differently (a fork).
       await putToken({ ...token, plc: plcToJson(paid), updated_at: Date.now() });

@@ -16,15 +16,21 @@ import {
   detectFork,
   isBlocked,
   isProtocolError,
+  hexToBytes,
   parsePlcJson,
   plcToJson,
+  receiptTrustOf,
   transportTextPrefix,
   verifyPlc,
+  verifyPlcReceipt,
+  withIssueReceipt,
   type Plc,
+  type PlcJson,
+  type ReceiptRejectionReason,
   type RejectionReason,
   type SignedBlocklist,
 } from '../../src/protocol/index.ts';
-import type { TokenRecord } from './db.ts';
+import type { TokenRecord } from './records.ts';
 
 export interface Refusal {
   readonly ok: false;
@@ -32,6 +38,8 @@ export interface Refusal {
   readonly code: string;
   /** What the person holding the phone is told. */
   readonly message: string;
+  /** The protocol's own reason, when it differs from the code (an issue receipt's refusal). */
+  readonly reason?: string;
 }
 export interface Accepted {
   readonly ok: true;
@@ -69,11 +77,63 @@ export function decodePayload(payload: string | Uint8Array): Plc | Refusal {
   return refuse('not_a_plc', 'This code is not a PLC payment. Scan the code the payer\'s wallet shows after "Pay".');
 }
 
+/**
+ * What a person is told when a PLC's issue receipt (docs/protocol.md section 19) is refused. Every
+ * one ends in a refusal: without a valid receipt nothing shows the service ever registered the PLC
+ * and set its amount aside, so it may be worth nothing (a PLC signed but never issued online, or a
+ * second PLC its issuer signed under the number of one already issued).
+ */
+const receiptMessages: Record<ReceiptRejectionReason, string> = {
+  missing:
+    'Refused: this PLC carries no receipt from the service, so nothing shows it was ever issued online and its amount set aside. It may be a copy its issuer never backed. Ask the payer for a PLC issued online.',
+  truncated: 'Refused: the service\'s receipt this PLC carries is cut short, so nothing shows it was issued online. Ask the payer to show it again.',
+  malformed: 'Refused: the service\'s receipt this PLC carries is not readable, so nothing shows it was issued online.',
+  wrong_commitment:
+    'Refused: the service\'s receipt this PLC carries was made for a different PLC. Its issuer may have signed two PLCs under one number; only the one issued online is backed.',
+  untrusted_key:
+    'Refused: the service\'s receipt is signed by a key this wallet does not trust (unknown, or withdrawn by the service). If you are sure the PLC is genuine, refresh the blocklist online and try again.',
+  wrong_key: 'Refused: the service\'s receipt on this PLC is forged or altered (its signature does not verify).',
+  key_not_valid_at_time:
+    'Refused: the service\'s receipt on this PLC was signed outside the period its key was valid for (a withdrawn key). Refresh the blocklist online if the service changed its keys.',
+};
+
+/**
+ * The service's issue receipt check, on the protocol's own verifier: the keys trusted for receipts
+ * are those of the kept signed blocklist (format v2 lists them, with validity periods; a key it
+ * leaves out is revoked), or, while the wallet keeps none, the service key it trusts for the list.
+ */
+export function receiptRefusal(plc: Plc, blocklist: SignedBlocklist | undefined, trustedServiceKey: Uint8Array): Refusal | null {
+  const verdict = verifyPlcReceipt(plc, receiptTrustOf(blocklist, trustedServiceKey));
+  if (verdict.ok) return null;
+  return { ok: false, code: 'unbacked', reason: verdict.reason, message: receiptMessages[verdict.reason] };
+}
+
+/**
+ * Attaches to an issued PLC (its JSON form, as kept) the receipt the service answered for it, once
+ * the receipt verifies against the keys this wallet trusts; answers the refusal otherwise (the PLC
+ * is kept without it: receivers would refuse it, so the wallet asks again when online).
+ */
+export function attachIssueReceipt(
+  json: PlcJson,
+  receiptHex: unknown,
+  blocklist: SignedBlocklist | undefined,
+  trustedServiceKey: Uint8Array,
+): { ok: true; json: PlcJson } | Refusal {
+  if (typeof receiptHex !== 'string' || !/^(?:[0-9a-f]{2})+$/.test(receiptHex)) {
+    return receiptRefusal(parsePlcJson({ ...json, issue_receipt: undefined }), blocklist, trustedServiceKey)!;
+  }
+  const plc = withIssueReceipt(parsePlcJson({ ...json, issue_receipt: undefined }), hexToBytes(receiptHex));
+  const refusal = receiptRefusal(plc, blocklist, trustedServiceKey);
+  return refusal ?? { ok: true, json: plcToJson(plc) };
+}
+
 export interface ReceiveContext {
   readonly ownKeyHex: string;
   readonly nowMs: number;
   /** The kept signed blocklist, verified against the trusted service key; undefined when none is kept. */
   readonly blocklist: SignedBlocklist | undefined;
+  /** The service key this wallet trusts for the blocklist (and for receipts while it keeps no v2 list). */
+  readonly trustedServiceKey: Uint8Array;
   /** This wallet's stored copy of the same token id, if any. */
   readonly known: TokenRecord | undefined;
 }
@@ -81,18 +141,20 @@ export interface ReceiveContext {
 /**
  * Everything a receiver verifies offline, in one place: the issuer's signature and every hop's
  * (signatures, links, hashes, order), the expiry, the clocks, that the last hop pays this wallet,
- * the kept blocklist, and what this wallet already knows of the token (a fork, an older state).
+ * the kept blocklist, the service's issue receipt (docs/protocol.md section 19: a valid receipt
+ * from a key the kept blocklist trusts, else `unbacked`), and what this wallet already knows of
+ * the token (a fork, an older state).
  *
- * The service's issue receipt (src/protocol/receipt.ts, being added) is checked here too once
- * the protocol carries it: one more call after `verifyPlc`, refusing a PLC without a valid receipt
- * from a service key the signed blocklist names as trusted.
+ * The receipt is checked after the checks whose refusal says more (forged, expired, not for this
+ * wallet, a blocked signer): a PLC that fails one of them is refused either way, and the person is
+ * told the most specific reason. It is checked before what the wallet knows of the token id, so a
+ * second commitment under a known token id is refused as unbacked whatever this wallet holds.
  */
 export function verifyReceived(plc: Plc, context: ReceiveContext): Accepted | Refusal {
   const verification = verifyPlc(plc);
   if (!verification.ok) {
     return refuse(verification.reason, verificationMessages[verification.reason] ?? `This PLC is not valid (${verification.reason}): do not accept it.`);
   }
-  // Here: the issue receipt, once src/protocol/receipt.ts exists (see the comment above).
   const expiry = checkExpiry(plc.commitment, context.nowMs);
   if (!expiry.ok) {
     return expiry.reason === 'expired'
@@ -113,6 +175,8 @@ export function verifyReceived(plc: Plc, context: ReceiveContext): Accepted | Re
       return refuse('blocked_signer', `Refused: ${who} (${bytesToHex(blocked).slice(0, 8)}…) is on the service's blocklist for spending a PLC twice.`);
     }
   }
+  const unbacked = receiptRefusal(plc, context.blocklist, context.trustedServiceKey);
+  if (unbacked !== null) return unbacked;
   const known = context.known;
   if (known !== undefined) {
     const knownPlc = parsePlcJson(known.plc);
