@@ -273,7 +273,7 @@ export interface UpdateWebhookInput {
   enabled?: boolean;
   interrupted?: boolean;
   events?: readonly WebhookEvent[];
-  /** Write-only: the value the gateway sends back in `gateway-access-token`. */
+  /** Write-only: the value the gateway sends back in `asaas-access-token`. */
   authToken?: string;
 }
 

@@ -310,5 +310,6 @@ export interface WebhookUpdateWire {
 export const wireHeaders = {
   apiKey: 'access_token',
   idempotencyKey: 'Idempotency-Key',
-  webhookToken: 'gateway-access-token',
+  /** The header Asaas sends a webhook's authToken in, on every event and validation request (https://docs.asaas.com/docs/receive-asaas-events-at-your-webhook-endpoint). */
+  webhookToken: 'asaas-access-token',
 } as const;

@@ -252,7 +252,7 @@ async function main(): Promise<void> {
           SIMULATOR_API_KEY: config.GATEWAY_API_KEY,
           SIMULATOR_WEBHOOK_TOKEN: config.GATEWAY_WEBHOOK_TOKEN,
           SIMULATOR_WEBHOOK_URL: `${base}/api/v1/redemption/webhook/gateway`,
-          SIMULATOR_VALIDATION_URL: `${base}/api/v1/webhooks/transfer/validate`,
+          SIMULATOR_VALIDATION_URL: config.GATEWAY_VALIDATION_URL ?? `${base}/api/v1/webhooks/transfer/validate`,
           SIMULATOR_STATE_FILE: process.env.SIMULATOR_STATE_FILE ?? path.join(dataDir, 'gateway-simulator.sqlite'),
         }),
       });

@@ -28,6 +28,20 @@ export function secretMatches(presented: unknown, expected: string | undefined):
   return timingSafeEqual(a, b) && presented.length === expected.length;
 }
 
+/** The interface's header for the gateway's webhook token (the gateway's own is configured: GATEWAY_WEBHOOK_TOKEN_HEADER). */
+export const interfaceWebhookTokenHeader = 'gateway-access-token';
+
+/**
+ * Whether a request carries the gateway's webhook token in the gateway's header or the
+ * interface's. Both headers are compared every time (no early exit on the first), each in
+ * constant time, so the answer's timing says nothing about which header or how much matched.
+ */
+export function gatewayTokenMatches(headers: Record<string, string | string[] | undefined>, gatewayHeader: string, expected: string): boolean {
+  const own = secretMatches(headers[gatewayHeader.toLowerCase()], expected);
+  const ours = secretMatches(headers[interfaceWebhookTokenHeader], expected);
+  return own || ours;
+}
+
 const ackResponse = z
   .object({ received: z.literal(true), event_id: z.string(), duplicate: z.boolean() })
   .meta({ id: 'WebhookAck' });
@@ -76,8 +90,18 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     throw new DomainError('WEBHOOK_UNAUTHORIZED', `missing or invalid ${header}`);
   }
 
-  function requireGatewayToken(request: FastifyRequest): Promise<void> {
-    return requireToken('gateway', request.headers['gateway-access-token'], config.GATEWAY_WEBHOOK_TOKEN, 'gateway-access-token');
+  /**
+   * The gateway's token, in the gateway's own header (GATEWAY_WEBHOOK_TOKEN_HEADER, Asaas's
+   * `asaas-access-token`) or in the interface's `gateway-access-token`: both compared, each in
+   * constant time, whichever is present (docs/gateway-wire-api.md, "Authentication").
+   */
+  function gatewayTokenPresented(request: FastifyRequest): boolean {
+    return gatewayTokenMatches(request.headers, config.GATEWAY_WEBHOOK_TOKEN_HEADER, config.GATEWAY_WEBHOOK_TOKEN);
+  }
+
+  async function requireGatewayToken(request: FastifyRequest): Promise<void> {
+    if (gatewayTokenPresented(request)) return;
+    await requireToken('gateway', undefined, config.GATEWAY_WEBHOOK_TOKEN, `${config.GATEWAY_WEBHOOK_TOKEN_HEADER} (or gateway-access-token)`);
   }
 
   function eventIdOf(body: Record<string, unknown>, raw: string): string {
