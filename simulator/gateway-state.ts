@@ -1,7 +1,7 @@
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { wireValueFromMinor } from '../gateway/money.ts';
-import type { BillingType, BillPaymentEvent, BillPaymentStatus, PaymentEvent, PaymentStatus, PixAddressKeyType, TransferEvent, TransferStatus } from '../gateway/types.ts';
+import type { AsaasBillStatus, BillingType, BillPaymentEvent, PaymentEvent, PaymentStatus, PixAddressKeyType, TransferEvent, TransferStatus } from '../gateway/types.ts';
 import {
   transferValidationAnswerSchema,
   type BillPaymentEventWire,
@@ -108,7 +108,8 @@ interface TransferRecord {
 
 interface BillPaymentRecord {
   id: string;
-  status: BillPaymentStatus;
+  /** Asaas's own word (PAID when paid), as the wire carries it. */
+  status: AsaasBillStatus;
   valueMinor: bigint;
   feeMinor: bigint;
   identificationField: string;
@@ -581,7 +582,7 @@ export class GatewayState {
       this.#save('billPayment', bill);
       this.#saveBalance();
       this.#remember('bill', idempotencyKey, fingerprint, bill.id);
-      this.#emitBillPayment('BILL_PAYMENT_CREATED', bill);
+      this.#emitBillPayment('BILL_CREATED', bill);
       this.#scheduleBillProcessing(bill);
       return { resource: billPaymentWire(bill), replayed: false };
     });
@@ -629,7 +630,7 @@ export class GatewayState {
       this.#balanceMinor += bill.valueMinor + bill.feeMinor;
       this.#save('billPayment', bill);
       this.#saveBalance();
-      this.#emitBillPayment('BILL_PAYMENT_CANCELLED', bill);
+      this.#emitBillPayment('BILL_CANCELLED', bill);
       return billPaymentWire(bill);
     });
   }
@@ -737,18 +738,21 @@ export class GatewayState {
   }
 
   #emitPayment(event: PaymentEvent, payment: PaymentRecord): void {
-    const body: PaymentEventWire = { id: eventId(), event, dateCreated: this.#eventTime(), payment: paymentWire(payment) };
-    this.#options.dispatcher.publish({ id: body.id, event, resourceId: payment.id, billingType: payment.billingType, body: JSON.stringify(body) });
+    const id = eventId();
+    const body: PaymentEventWire = { id, event, dateCreated: this.#eventTime(), payment: paymentWire(payment) };
+    this.#options.dispatcher.publish({ id, event, resourceId: payment.id, billingType: payment.billingType, body: JSON.stringify(body) });
   }
 
   #emitTransfer(event: TransferEvent, transfer: TransferRecord): void {
-    const body: TransferEventWire = { id: eventId(), event, dateCreated: this.#eventTime(), transfer: transferWire(transfer) };
-    this.#options.dispatcher.publish({ id: body.id, event, resourceId: transfer.id, billingType: null, body: JSON.stringify(body) });
+    const id = eventId();
+    const body: TransferEventWire = { id, event, dateCreated: this.#eventTime(), transfer: transferWire(transfer) };
+    this.#options.dispatcher.publish({ id, event, resourceId: transfer.id, billingType: null, body: JSON.stringify(body) });
   }
 
   #emitBillPayment(event: BillPaymentEvent, bill: BillPaymentRecord): void {
-    const body: BillPaymentEventWire = { id: eventId(), event, dateCreated: this.#eventTime(), bill: billPaymentWire(bill) };
-    this.#options.dispatcher.publish({ id: body.id, event, resourceId: bill.id, billingType: null, body: JSON.stringify(body) });
+    const id = eventId();
+    const body: BillPaymentEventWire = { id, event, dateCreated: this.#eventTime(), bill: billPaymentWire(bill) };
+    this.#options.dispatcher.publish({ id, event, resourceId: bill.id, billingType: null, body: JSON.stringify(body) });
   }
 
   /** A bill payment's own path: to the bank at once (BANK_PROCESSING), paid at once when auto-settling. */
@@ -759,7 +763,7 @@ export class GatewayState {
         if (bill.status === 'PENDING') {
           bill.status = 'BANK_PROCESSING';
           this.#save('billPayment', bill);
-          this.#emitBillPayment('BILL_PAYMENT_BANK_PROCESSING', bill);
+          this.#emitBillPayment('BILL_BANK_PROCESSING', bill);
         }
         if (bill.status !== 'BANK_PROCESSING') return;
         if (this.#options.billPaymentFails?.() === true) this.#refuseBill(bill, 'the bank refused the bill payment (injected fault)');
@@ -775,16 +779,16 @@ export class GatewayState {
     this.#store.atomically(() => {
       this.#save('billPayment', bill);
       this.#saveBalance();
-      this.#emitBillPayment('BILL_PAYMENT_FAILED', bill);
+      this.#emitBillPayment('BILL_FAILED', bill);
     });
   }
 
   #payBill(bill: BillPaymentRecord): void {
-    bill.status = 'DONE';
+    bill.status = 'PAID';
     bill.paymentDate = this.#today();
     this.#store.atomically(() => {
       this.#save('billPayment', bill);
-      this.#emitBillPayment('BILL_PAYMENT_DONE', bill);
+      this.#emitBillPayment('BILL_PAID', bill);
     });
   }
 
@@ -896,7 +900,8 @@ export class GatewayState {
   #settle(transfer: TransferRecord): void {
     const now = this.#now();
     transfer.status = 'DONE';
-    transfer.effectiveDate = now.toISOString().slice(0, 10);
+    // A datetime since Asaas's changelog of 2024-04-15 ("YYYY-MM-DD HH:mm:ss").
+    transfer.effectiveDate = now.toISOString().slice(0, 19).replace('T', ' ');
     // E + ISPB (8) + yyyyMMddHHmm + 11 characters: the shape of a Pix end-to-end id.
     transfer.endToEndIdentifier = `E99999999${now.toISOString().replace(/\D/g, '').slice(0, 12)}${randomAlnum(11)}`;
     this.#store.atomically(() => {
@@ -991,28 +996,51 @@ export function lineAmountMinor(line: string): bigint | null {
   return amount === null || amount === 0n ? null : amount;
 }
 
+/** "03399.77779 29900.000000 04751.101017 1 81510000002990": a digitable line as Asaas writes it (https://docs.asaas.com/docs/bill-events). */
+export function formatDigitableLine(line: string): string {
+  if (line.length === 47) {
+    return `${line.slice(0, 5)}.${line.slice(5, 10)} ${line.slice(10, 15)}.${line.slice(15, 21)} ${line.slice(21, 26)}.${line.slice(26, 32)} ${line.slice(32, 33)} ${line.slice(33)}`;
+  }
+  // A collection slip: four blocks of 11 digits, each with its check digit.
+  return `${line.slice(0, 12)} ${line.slice(12, 24)} ${line.slice(24, 36)} ${line.slice(36)}`;
+}
+
+/** A bill payment shaped as Asaas's bill events and "Pay a bill" answers (https://docs.asaas.com/docs/bill-events). */
 function billPaymentWire(bill: BillPaymentRecord): BillPaymentWire {
   return {
     object: 'bill',
     id: bill.id,
     status: bill.status,
-    dateCreated: bill.dateCreated,
     value: wireValueFromMinor(bill.valueMinor),
-    fee: wireValueFromMinor(bill.feeMinor),
-    identificationField: bill.identificationField,
+    discount: 0,
+    interest: 0,
+    fine: 0,
+    identificationField: formatDigitableLine(bill.identificationField),
+    dueDate: null,
+    scheduleDate: bill.dateCreated,
     paymentDate: bill.paymentDate,
-    failReason: bill.failReason,
-    transactionReceiptUrl: bill.status === 'DONE' ? `${publicBase}/comprovantes/bill/${bill.id}` : null,
+    fee: wireValueFromMinor(bill.feeMinor),
     description: bill.description,
+    companyName: null,
+    transactionReceiptUrl: bill.status === 'PAID' ? `${publicBase}/comprovantes/bill/${bill.id}` : null,
+    canBeCancelled: bill.status === 'PENDING',
+    failReasons: bill.failReason,
     externalReference: bill.externalReference,
+    dateCreated: bill.dateCreated,
   };
 }
 
+/**
+ * A Pix transfer shaped as Asaas's transfer events, validation request and transfer reads
+ * (https://docs.asaas.com/docs/transfer-events, "Example of JSON to be received for bank transfers
+ * via Pix"): `type` BANK_ACCOUNT, `operationType` PIX, the key inside `bankAccount`,
+ * `effectiveDate` a datetime once carried out, `externalReference` as created.
+ */
 function transferWire(transfer: TransferRecord): TransferWire {
   return {
     object: 'transfer',
     id: transfer.id,
-    type: 'PIX',
+    type: 'BANK_ACCOUNT',
     dateCreated: transfer.dateCreated,
     value: wireValueFromMinor(transfer.valueMinor),
     netValue: wireValueFromMinor(transfer.valueMinor - transfer.feeMinor),
@@ -1024,10 +1052,19 @@ function transferWire(transfer: TransferRecord): TransferWire {
     authorized: transfer.authorized,
     failReason: transfer.failReason,
     transactionReceiptUrl: transfer.status === 'DONE' ? `${publicBase}/comprovantes/${transfer.id}` : null,
+    bankAccount: {
+      bank: { ispb: '00000000', code: null, name: null },
+      accountName: null,
+      ownerName: null,
+      cpfCnpj: null,
+      agency: null,
+      agencyDigit: null,
+      account: null,
+      accountDigit: null,
+      pixAddressKey: transfer.pixAddressKey,
+    },
     operationType: 'PIX',
     description: transfer.description,
     externalReference: transfer.externalReference,
-    pixAddressKey: transfer.pixAddressKey,
-    pixAddressKeyType: transfer.pixAddressKeyType,
   };
 }

@@ -59,7 +59,7 @@ const transfer: TransferWire = {
   operationType: 'PIX',
   description: null,
   externalReference: 'payout-1',
-  pixAddressKey: 'a@b.co',
+  bankAccount: { pixAddressKey: 'a@b.co' },
   pixAddressKeyType: 'EMAIL',
 };
 
