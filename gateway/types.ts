@@ -246,7 +246,7 @@ export interface GatewayWebhook {
   hasAuthToken: boolean | null;
 }
 
-/** Inputs. Every create carries an idempotency key derived from the caller's business key. */
+/** Inputs. Customer and charge creates carry an idempotency key derived from the caller's business key; payouts do not (see CreateTransferInput). */
 
 export interface CreateCustomerInput {
   idempotencyKey: string;
@@ -306,8 +306,8 @@ export interface GatewayBillPayment {
   transactionReceiptUrl: string | null;
 }
 
+/** No idempotency key: Asaas documents none on bill payments (see GatewayClient.createBillPayment). */
 export interface CreateBillPaymentInput {
-  idempotencyKey: string;
   /** The amount paid; it must equal the amount the line carries when it carries one. */
   amountMinor: bigint;
   identificationField: string;
@@ -321,8 +321,8 @@ export interface RefundPaymentInput {
   description?: string;
 }
 
+/** No idempotency key: Asaas documents none on transfers (see GatewayClient.createTransfer). */
 export interface CreateTransferInput {
-  idempotencyKey: string;
   amountMinor: bigint;
   pixAddressKey: string;
   pixAddressKeyType: PixAddressKeyType;

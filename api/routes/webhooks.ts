@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { finishInboxEvent, storeInboxEvent, type InboxRow } from '../../db/inbox.ts';
 import { recordWebhookAuthRefusal } from '../../db/webhook-monitor.ts';
 import { classifyGatewayWebhook, type TransferValidationAnswer } from '../../gateway/index.ts';
-import { decideTransferValidation } from '../../services/gateway-word.ts';
+import { decidePayoutValidation } from '../../services/gateway-word.ts';
+import { createAnonymousValidationGuard } from '../../services/validation-guard.ts';
 import { settledOnArrival } from '../../services/webhook-intake.ts';
 import { DomainError } from '../../src/errors.ts';
 import type { webhookEventWorkflow } from '../../workflows/webhook-event.ts';
@@ -128,19 +129,37 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     return { received: true, event_id: eventId, duplicate };
   }
 
+  /** Budgets of what validation requests without the gateway's token may cost (services/validation-guard.ts). */
+  const guard = createAnonymousValidationGuard({
+    readsPerMinute: config.GATEWAY_VALIDATION_ANON_READS_PER_MINUTE,
+    flagsPerWindow: config.GATEWAY_VALIDATION_ANON_FLAGS_PER_WINDOW,
+  });
+
   /**
-   * A transfer validation (the gateway's authorization before it pays out), decided on the
-   * gateway's own copy of the transfer (services/gateway-word.ts): the body is only a hint.
+   * A payout validation (the gateway's authorization before it pays out: a TRANSFER or a BILL),
+   * decided on our payout intents first and then on the gateway's own copy
+   * (services/gateway-word.ts `decidePayoutValidation`): the body is only a hint. Any other
+   * cash-out type is refused: this service makes none.
    */
-  async function validateTransfer(request: FastifyRequest, authenticated: boolean): Promise<TransferValidationAnswer> {
+  async function validatePayout(request: FastifyRequest, authenticated: boolean): Promise<TransferValidationAnswer> {
     const classified = classifyGatewayWebhook(request.body);
-    if (classified.kind !== 'transfer_validation') return { status: 'REFUSED', refuseReason: 'not a transfer validation request' };
-    const { answer, contradiction, verified } = await decideTransferValidation({ pool, gateway }, classified.transfer, { authenticated });
-    if (!verified) request.log.warn({ transfer_id: classified.transfer.id }, "transfer validation decided on the request's copy: the gateway could not be read");
-    if (answer.status === 'REFUSED') {
-      request.log.warn({ transfer_id: classified.transfer.id, reason: answer.refuseReason, risk_flag_id: contradiction?.riskFlagId }, 'transfer validation refused');
+    const presented =
+      classified.kind === 'transfer_validation'
+        ? { rail: 'pix' as const, payout: classified.transfer }
+        : classified.kind === 'bill_validation'
+          ? { rail: 'boleto' as const, payout: classified.billPayment }
+          : null;
+    if (presented === null) {
+      const reason = classified.kind === 'unknown' ? classified.reason : `${classified.kind} is not a validation request`;
+      request.log.warn({ reason, authenticated }, 'validation request refused: not a transfer or bill payment of ours');
+      return { status: 'REFUSED', refuseReason: `not a payout this service makes (${reason})`.slice(0, 500) };
     }
-    return answer;
+    const decision = await decidePayoutValidation({ pool, gateway, guard }, presented, { authenticated, source: request.ip });
+    const log = { payout_id: presented.payout.id, rail: presented.rail, authenticated, gateway_read: decision.gatewayRead };
+    if (!decision.verified) request.log.warn(log, "payout validation decided on the request's copy: the gateway could not be read");
+    if (decision.answer.status === 'REFUSED') request.log.warn({ ...log, reason: decision.answer.refuseReason, risk_flag_id: decision.riskFlagId }, 'payout validation refused');
+    else request.log.info(log, 'payout validation approved');
+    return decision.answer;
   }
 
   async function startProcessing(row: InboxRow): Promise<void> {
@@ -196,13 +215,12 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const body = request.body;
       if (!('event' in body) && 'type' in body) {
-        // Authentication 5: no token here, and never a 401 (it would make the gateway refuse the
-        // operation). A TRANSFER authorization is a payout leaving our account: it is decided like
-        // /webhooks/transfer/validate, on the gateway's own copy of the transfer read with our API
-        // key, so a body without the token can approve nothing the gateway does not hold for us.
-        if (body.type === 'TRANSFER') return validateTransfer(request, false);
-        request.log.info({ type: String(body.type).slice(0, 50) }, 'synchronous gateway authorization approved');
-        return { status: 'APPROVED' as const };
+        // Authentication 5: no token required here, and never a 401 (it would make the gateway
+        // refuse the operation). A request that carries the gateway's token is the gateway's own;
+        // one without is decided on our payout intents first and spends its address's budgets
+        // (services/validation-guard.ts). A TRANSFER or a BILL is a payout leaving our account,
+        // decided like /webhooks/transfer/validate decides it; any other cash-out type is refused.
+        return validatePayout(request, gatewayTokenPresented(request));
       }
       await requireGatewayToken(request);
       return ingest(request, 'redemption/gateway');
@@ -226,7 +244,7 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request): Promise<TransferValidationAnswer> => {
       await requireGatewayToken(request);
-      return validateTransfer(request, true);
+      return validatePayout(request, true);
     },
   );
 

@@ -33,7 +33,7 @@ function newCharge(billingType: 'PIX' | 'BOLETO', amountMinor: bigint, dueDate: 
  * cancels it: the transfer, once its TRANSFER_CANCELLED event has arrived.
  */
 async function cancelledPayout(referencePrefix: 'refuse' | 'fail', pixAddressKey: string, pixAddressKeyType: 'PHONE' | 'EVP') {
-  const transfer = await client.createTransfer({ idempotencyKey: unique('payout'), amountMinor: 100n, pixAddressKey, pixAddressKeyType, externalReference: unique(referencePrefix) });
+  const transfer = await client.createTransfer({ amountMinor: 100n, pixAddressKey, pixAddressKeyType, externalReference: unique(referencePrefix) });
   await receiver.waitFor(() => receiver.events().some((e) => e.event === 'TRANSFER_CANCELLED' && e.transfer?.id === transfer.id), 3_000, 'TRANSFER_CANCELLED');
   return transfer;
 }
@@ -216,7 +216,6 @@ describe('gateway client: money on the wire', () => {
     for (const amountMinor of [1_234_567_890n, 1n, 99n, 100n, 9_999_999_999_999n]) {
       sentBodies.length = 0;
       const transfer = await client.createTransfer({
-        idempotencyKey: unique('amount'),
         amountMinor,
         pixAddressKey: 'payee@example.com',
         pixAddressKeyType: 'EMAIL',
@@ -263,7 +262,6 @@ describe('gateway client: errors', () => {
 
     const badKey = await expectGatewayError(
       client.createTransfer({
-        idempotencyKey: unique('key'),
         amountMinor: 100n,
         pixAddressKey: '11111111111',
         pixAddressKeyType: 'CPF',
@@ -290,7 +288,7 @@ describe('gateway client: errors', () => {
     );
     expect(zero).toMatchObject({ code: 'INVALID_REQUEST', retryable: false, status: null });
     const noKey = await expectGatewayError(
-      client.createTransfer({ idempotencyKey: '', amountMinor: 1n, pixAddressKey: 'a@b.co', pixAddressKeyType: 'EMAIL', externalReference: 'x' }),
+      client.createTransfer({ amountMinor: 1n, pixAddressKey: '', pixAddressKeyType: 'EMAIL', externalReference: 'x' }),
     );
     expect(noKey.code).toBe('INVALID_REQUEST');
     const pathEscape = await expectGatewayError(client.getPayment('../customers/x'));
@@ -336,7 +334,6 @@ describe('gateway client: errors', () => {
 describe('gateway client: transfers and validation', () => {
   it('APPROVED: the transfer goes DONE and TRANSFER_DONE arrives with the token header', async () => {
     const transfer = await client.createTransfer({
-      idempotencyKey: unique('payout'),
       amountMinor: 4_321n,
       pixAddressKey: completeCpf('123456789'),
       pixAddressKeyType: 'CPF',
@@ -378,7 +375,7 @@ describe('gateway client: transfers and validation', () => {
     const listed = await client.listBillPayments({ externalReference: input.externalReference });
     expect(listed.items.map((b) => b.id)).toEqual([bill.id]);
     // A line written for another amount is refused: a bill is paid in full.
-    const other = await expectGatewayError(client.createBillPayment({ ...input, idempotencyKey: unique('bill'), amountMinor: 2_499n }));
+    const other = await expectGatewayError(client.createBillPayment({ ...input, amountMinor: 2_499n }));
     expect(other).toMatchObject({ status: 400, code: 'invalid_value', retryable: false });
     await expectGatewayError(client.getBillPayment('00000000-0000-4000-8000-000000000000')).then((e) => expect(e.code).toBe('not_found'));
   });
@@ -388,7 +385,7 @@ describe('gateway client: transfers and validation', () => {
     try {
       const before = simulator.state.balanceMinor;
       const line = buildBoleto({ amountMinor: 0n, dueDate: dueInDays(10), freeField: '5555544444333332222211111' }).identificationField;
-      const bill = await client.createBillPayment({ idempotencyKey: unique('bill'), amountMinor: 777n, identificationField: line, externalReference: unique('bill-ref') });
+      const bill = await client.createBillPayment({ amountMinor: 777n, identificationField: line, externalReference: unique('bill-ref') });
       await receiver.waitFor(() => receiver.events().some((e) => e.event === 'BILL_PAYMENT_FAILED' && e.bill?.id === bill.id), 3_000, 'BILL_PAYMENT_FAILED');
       expect(await client.getBillPayment(bill.id)).toMatchObject({ status: 'FAILED', failReason: expect.stringContaining('refused') });
       expect(simulator.state.balanceMinor).toBe(before);
@@ -436,7 +433,6 @@ describe('gateway client: listing transfers', () => {
     for (let i = 0; i < 3; i += 1) {
       made.push(
         await client.createTransfer({
-          idempotencyKey: unique('payout'),
           amountMinor: 100n + BigInt(i),
           pixAddressKey: 'someone@example.com',
           pixAddressKeyType: 'EMAIL',
