@@ -34,11 +34,6 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function faults(body: Record<string, unknown>) {
-  const response = await fetch(`${h.t.config.GATEWAY_BASE_URL}/sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  expect(response.status).toBe(200);
-}
-
 /** Every transfer the simulated gateway holds under a redemption's reference. */
 const transfersNaming = (redemptionId: string) => h.simulator.state.snapshot(2000).transfers.filter((t) => t.externalReference === redemptionId);
 
