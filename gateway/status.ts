@@ -16,6 +16,7 @@ import type { AsaasBillStatus, BillPaymentEvent, BillPaymentStatus, PaymentEvent
  */
 export const paymentStatusRanks: Readonly<Record<PaymentStatus, number>> = {
   PENDING: 0,
+  UNKNOWN: 0,
   AWAITING_RISK_ANALYSIS: 0,
   OVERDUE: 1,
   DUNNING_REQUESTED: 2,
@@ -227,6 +228,7 @@ type PaymentStage = 'open' | 'overdue' | 'paid' | 'refunded' | 'deleted';
 
 const paymentStages: Readonly<Record<PaymentStatus, PaymentStage>> = {
   PENDING: 'open',
+  UNKNOWN: 'open',
   AWAITING_RISK_ANALYSIS: 'open',
   OVERDUE: 'overdue',
   DUNNING_REQUESTED: 'overdue',
@@ -251,9 +253,14 @@ const stagesAfter: Readonly<Record<PaymentStage, readonly PaymentStage[]>> = {
   deleted: ['deleted'],
 };
 
-/** Whether a payment status says anything a charge could act on: anything past PENDING (and any status this adapter does not know). */
+/** Whether a payment status says anything a charge could act on: anything past PENDING (and any status this adapter does not know, read back before anything moves). */
 export function paymentStatusDecides(status: string): boolean {
-  return !isKnownPaymentStatus(status) || paymentStages[status] !== 'open';
+  return !isKnownPaymentStatus(status) || status === 'UNKNOWN' || paymentStages[status] !== 'open';
+}
+
+/** A charge status as Asaas sends it: a documented one as it is, anything else UNKNOWN (open). */
+export function paymentStatusFromWire(status: string): PaymentStatus {
+  return Object.hasOwn(paymentStatusRanks, status) ? (status as PaymentStatus) : 'UNKNOWN';
 }
 
 /**

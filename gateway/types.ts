@@ -34,7 +34,8 @@ export const paymentStatuses = [
   'REFUNDED',
   'DELETED',
 ] as const;
-export type PaymentStatus = (typeof paymentStatuses)[number];
+/** A charge status as the adapter hands it on: a documented one, or UNKNOWN (open: never paid, never failed) for one it does not know. */
+export type PaymentStatus = (typeof paymentStatuses)[number] | 'UNKNOWN';
 
 /**
  * Transfer (payout) statuses Asaas documents (https://docs.asaas.com/docs/transfer-events, "Retrieve
@@ -158,6 +159,8 @@ export interface GatewayPayment {
   customerId: string;
   billingType: PaymentBillingType;
   status: PaymentStatus;
+  /** The status exactly as the gateway sent it (`status` is UNKNOWN when the adapter does not know it). */
+  gatewayStatus: string;
   amountMinor: bigint;
   /** What reaches the account after the gateway's fee. */
   netAmountMinor: bigint;

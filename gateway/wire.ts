@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { minorFromWireValue, WireMoneyError } from './money.ts';
-import { billPaymentStatusFromWire, transferStatusFromWire } from './status.ts';
+import { billPaymentStatusFromWire, paymentStatusFromWire, transferStatusFromWire } from './status.ts';
 import {
   paymentBillingTypes,
   paymentStatuses,
@@ -81,7 +81,7 @@ export const paymentWireSchema = z
     value: wireMoney,
     netValue: wireMoney,
     billingType: z.enum(paymentBillingTypes),
-    status: z.enum(paymentStatuses),
+    status: z.string().min(1).max(100),
     dueDate: z.string(),
     originalDueDate: optionalNull(z.string()),
     paymentDate: optionalNull(z.string()),
@@ -99,7 +99,8 @@ export const paymentWireSchema = z
       id: wire.id,
       customerId: wire.customer,
       billingType: wire.billingType,
-      status: wire.status,
+      status: paymentStatusFromWire(wire.status),
+      gatewayStatus: wire.status,
       amountMinor: wire.value,
       netAmountMinor: wire.netValue,
       dueDate: wire.dueDate,
