@@ -107,7 +107,7 @@ export type TransferEventVerdict =
 
 /**
  * `rail` says which resource the event is about: `pix` a transfer (TRANSFER_* events), `boleto` a
- * bill payment (BILL_PAYMENT_* events), read back with `getTransfer` or `getBillPayment`. An event
+ * bill payment (BILL_* events), read back with `getTransfer` or `getBillPayment`. An event
  * of the other rail than its redemption's moves nothing.
  */
 export async function verifyTransferEvent(

@@ -5,6 +5,7 @@ import type { AsaasBillStatus, BillingType, BillPaymentEvent, PaymentEvent, Paym
 import {
   transferValidationAnswerSchema,
   type BillPaymentEventWire,
+  type BillValidationRequestWire,
   type PaymentEventWire,
   type TransferEventWire,
   type TransferValidationRequestWire,
@@ -282,8 +283,9 @@ export class GatewayState {
       resumed += 1;
     }
     for (const bill of this.#billPayments.values()) {
-      if (bill.status !== 'PENDING' && bill.status !== 'BANK_PROCESSING') continue;
-      this.#scheduleBillProcessing(bill);
+      if (bill.status === 'PENDING') this.#scheduleBillValidation(bill, 1);
+      else if (bill.status === 'BANK_PROCESSING') this.#scheduleBillProcessing(bill);
+      else continue;
       resumed += 1;
     }
     return resumed;
@@ -550,8 +552,9 @@ export class GatewayState {
 
   /**
    * Pays a boleto from the account: debits value + fee at once (given back if it fails), answers
-   * PENDING with BILL_PAYMENT_CREATED, and then processes it on its own (no validation request):
-   * BANK_PROCESSING at once, DONE when `autoSettle` (else a control completes or fails it). A line
+   * PENDING with BILL_CREATED, asks the validation URL about it (`type: "BILL"`, as a transfer),
+   * and once approved processes it: BANK_PROCESSING, PAID when `autoSettle` (else a control
+   * completes or fails it). A line
    * that carries an amount is paid that amount only (400 `invalid_value` otherwise).
    */
   createBillPayment(input: BillPaymentCreate, idempotencyKey: string | null, fingerprint: string): Created<BillPaymentWire> {
@@ -583,7 +586,7 @@ export class GatewayState {
       this.#saveBalance();
       this.#remember('bill', idempotencyKey, fingerprint, bill.id);
       this.#emitBillPayment('BILL_CREATED', bill);
-      this.#scheduleBillProcessing(bill);
+      this.#scheduleBillValidation(bill, 1);
       return { resource: billPaymentWire(bill), replayed: false };
     });
   }
@@ -755,7 +758,51 @@ export class GatewayState {
     this.#options.dispatcher.publish({ id, event, resourceId: bill.id, billingType: null, body: JSON.stringify(body) });
   }
 
-  /** A bill payment's own path: to the bank at once (BANK_PROCESSING), paid at once when auto-settling. */
+  /**
+   * A bill payment's validation, as a transfer's (Asaas validates every cash-out once the mechanism
+   * is on: https://docs.asaas.com/docs/mecanismo-para-validacao-de-transferencias): `{type: "BILL",
+   * bill}` to the validation URL after the same delay; APPROVED sends it to the bank, REFUSED
+   * cancels it, and `validationAttempts` failed attempts cancel it. No validation URL: straight to
+   * the bank.
+   */
+  #scheduleBillValidation(bill: BillPaymentRecord, attempt: number): void {
+    const { validationUrl, validationDelayMs } = this.#options;
+    if (validationUrl === null) {
+      this.#scheduleBillProcessing(bill);
+      return;
+    }
+    this.#after(validationDelayMs, async () => {
+      if (bill.status !== 'PENDING' || this.#billPayments.get(bill.id) !== bill) return;
+      const signal = this.#abort.signal;
+      const request: BillValidationRequestWire = { type: 'BILL', bill: billPaymentWire(bill) };
+      const answer = await this.#askValidation(validationUrl, request, signal);
+      if (signal.aborted || bill.status !== 'PENDING' || this.#billPayments.get(bill.id) !== bill) return;
+      if (answer.kind === 'APPROVED') {
+        this.#logValidation({ transferId: bill.id, attempt, outcome: 'APPROVED', httpStatus: answer.httpStatus, error: null });
+        this.#scheduleBillProcessing(bill);
+      } else if (answer.kind === 'REFUSED') {
+        this.#logValidation({ transferId: bill.id, attempt, outcome: 'REFUSED', httpStatus: answer.httpStatus, error: null });
+        this.#cancelBill(bill, answer.reason);
+      } else {
+        this.#logValidation({ transferId: bill.id, attempt, outcome: 'FAILED', httpStatus: answer.httpStatus, error: answer.error });
+        if (attempt >= this.#options.validationAttempts) this.#cancelBill(bill, `bill payment validation failed after ${attempt} attempts (last: ${answer.error})`);
+        else this.#scheduleBillValidation(bill, attempt + 1);
+      }
+    });
+  }
+
+  #cancelBill(bill: BillPaymentRecord, reason: string): void {
+    bill.status = 'CANCELLED';
+    bill.failReason = reason.slice(0, 500);
+    this.#balanceMinor += bill.valueMinor + bill.feeMinor;
+    this.#store.atomically(() => {
+      this.#save('billPayment', bill);
+      this.#saveBalance();
+      this.#emitBillPayment('BILL_CANCELLED', bill);
+    });
+  }
+
+  /** A bill payment's own path once validated: to the bank at once (BANK_PROCESSING), paid at once when auto-settling. */
   #scheduleBillProcessing(bill: BillPaymentRecord): void {
     this.#after(0, async () => {
       if (this.#billPayments.get(bill.id) !== bill) return;
@@ -833,7 +880,7 @@ export class GatewayState {
       transfer.validationAttempts = attempt;
       this.#save('transfer', transfer);
       const signal = this.#abort.signal;
-      const answer = await this.#askValidation(validationUrl, transfer, signal);
+      const answer = await this.#askValidation(validationUrl, { type: 'TRANSFER', transfer: transferWire(transfer) }, signal);
       // The transfer may have been completed or failed by a control, or the state reset, meanwhile.
       if (signal.aborted || transfer.status !== 'PENDING' || this.#transfers.get(transfer.id) !== transfer) return;
       if (answer.kind === 'APPROVED') {
@@ -855,11 +902,10 @@ export class GatewayState {
 
   async #askValidation(
     url: string,
-    transfer: TransferRecord,
+    body: TransferValidationRequestWire | BillValidationRequestWire,
     closeSignal: AbortSignal,
   ): Promise<{ kind: 'APPROVED'; httpStatus: number } | { kind: 'REFUSED'; httpStatus: number; reason: string } | { kind: 'FAILED'; httpStatus: number | null; error: string }> {
     const fetchImpl = this.#options.fetch ?? globalThis.fetch;
-    const body: TransferValidationRequestWire = { type: 'TRANSFER', transfer: transferWire(transfer) };
     try {
       const response = await fetchImpl(url, {
         method: 'POST',

@@ -62,6 +62,10 @@ describe('boleto redemptions through the gateway', () => {
     expect(paid[0]).toMatchObject({ status: 'PAID', value: Number(payout) / 100, externalReference: opened.redemption_id });
     expect(paid[0]?.identificationField.replace(/[. ]/g, '')).toBe(line);
     expect(paid[0]?.identificationField).toMatch(/ /);
+    // The gateway validated the bill payment (type BILL) and the service approved it once, claimed for the redemption.
+    expect(h.simulator.state.snapshot(500).validations.filter((v) => v.transferId === paid[0]?.id).map((v) => v.outcome)).toEqual(['APPROVED']);
+    const claimed = await h.t.db.pool.query('SELECT claimed_payout_id FROM payout_intents WHERE redemption_id = $1', [opened.redemption_id]);
+    expect(claimed.rows).toEqual([{ claimed_payout_id: paid[0]?.id }]);
     expect(h.simulator.state.balanceMinor).toBe(balanceBefore - payout);
     const followed = (await h.t.app.inject({ method: 'GET', url: opened.status_url })).json();
     expect(followed).toMatchObject({ status: 'SETTLED', rail: 'boleto', gateway_status: 'DONE', gateway_transfer_id: paid[0]?.id });

@@ -347,7 +347,7 @@ describe('gateway client: transfers and validation', () => {
       3_000,
       'TRANSFER_DONE',
     );
-    const validation = receiver.validations().find((v) => (v.body.transfer as { id: string }).id === transfer.id);
+    const validation = receiver.validations().find((v) => (v.body.transfer as { id: string } | undefined)?.id === transfer.id);
     expect(validation?.body.type).toBe('TRANSFER');
     // Asaas's header (https://docs.asaas.com/docs/mechanism-for-validating-transfers-via-webhooks).
     expect(validation?.headers['asaas-access-token']).toBe(webhookToken);
@@ -364,7 +364,7 @@ describe('gateway client: transfers and validation', () => {
     expect(done.endToEndIdentifier).toMatch(/^E\d{20}[a-z0-9]{11}$/);
   });
 
-  it('pays a boleto: a bill payment goes PAID (our DONE) without a validation, its BILL_* events classify, the line with dots and spaces', async () => {
+  it('pays a boleto: a bill payment is validated (type BILL), goes PAID (our DONE), its BILL_* events classify, the line with dots and spaces', async () => {
     const line = buildBoleto({ amountMinor: 2_500n, dueDate: dueInDays(10), freeField: '1234567890123456789012345' }).identificationField;
     const input = { amountMinor: 2_500n, identificationField: line, description: 'boleto payout', externalReference: unique('bill-ref') };
     const bill = await client.createBillPayment(input);
@@ -372,7 +372,10 @@ describe('gateway client: transfers and validation', () => {
     await receiver.waitFor(() => receiver.events().some((e) => e.event === 'BILL_PAID' && e.bill?.id === bill.id), 3_000, 'BILL_PAID');
     const events = receiver.events().filter((e) => e.bill?.id === bill.id);
     expect(events.map((e) => e.event)).toEqual(['BILL_CREATED', 'BILL_BANK_PROCESSING', 'BILL_PAID']);
-    expect(receiver.validations().some((v) => (v.body.transfer as { id?: string } | undefined)?.id === bill.id)).toBe(false);
+    // Validated first, as Asaas validates every cash-out once the mechanism is on: `{type: "BILL", bill}`.
+    const validation = receiver.validations().find((v) => (v.body.bill as { id?: string } | undefined)?.id === bill.id);
+    expect(validation?.body.type).toBe('BILL');
+    expect(validation?.headers['asaas-access-token']).toBe(webhookToken);
     const doneEvent = receiver.events().find((e) => e.event === 'BILL_PAID' && e.bill?.id === bill.id);
     const raw = receiver.requests.find((r) => r.body.id === doneEvent?.id);
     // Asaas's words on the wire: status PAID, the digitable line with dots and spaces.
@@ -404,12 +407,12 @@ describe('gateway client: transfers and validation', () => {
   it('REFUSED: the transfer is CANCELLED at once with the reason', async () => {
     const transfer = await cancelledPayout('refuse', '+5511987654321', 'PHONE');
     expect(await client.getTransfer(transfer.id)).toMatchObject({ status: 'CANCELLED', failReason: 'limit exceeded for this key' });
-    expect(receiver.validations().filter((v) => (v.body.transfer as { id: string }).id === transfer.id)).toHaveLength(1);
+    expect(receiver.validations().filter((v) => (v.body.transfer as { id: string } | undefined)?.id === transfer.id)).toHaveLength(1);
   });
 
   it('three failed validation attempts cancel the transfer', async () => {
     const transfer = await cancelledPayout('fail', '7d9f0335-8dcc-4054-9bf9-0dbd61d36906', 'EVP');
-    const attempts = receiver.validations().filter((v) => (v.body.transfer as { id: string }).id === transfer.id);
+    const attempts = receiver.validations().filter((v) => (v.body.transfer as { id: string } | undefined)?.id === transfer.id);
     expect(attempts).toHaveLength(3);
     const cancelled = await client.getTransfer(transfer.id);
     expect(cancelled.status).toBe('CANCELLED');
