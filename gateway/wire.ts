@@ -3,7 +3,6 @@ import { minorFromWireValue, WireMoneyError } from './money.ts';
 import { billPaymentStatusFromWire, paymentStatusFromWire, transferStatusFromWire } from './status.ts';
 import {
   paymentBillingTypes,
-  paymentStatuses,
   pixAddressKeyTypes,
   type GatewayBillPayment,
   type GatewayBoletoIdentificationField,
