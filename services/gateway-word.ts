@@ -366,9 +366,16 @@ export async function decidePayoutValidation(
     await flag('wrong_payout', reason, redemption.token_id, 'high');
     return refuse(reason);
   }
-  if (destinationOf(payout) !== intent.destination) {
+  // The redemption's own record too: a payout must match both what the activity meant to ask for
+  // and what the redemption is owed.
+  if (destinationOf(payout) !== intent.destination || destinationOf(payout) !== redemption.destination) {
     await flag('wrong_payout', 'destination differs', redemption.token_id, 'high');
     return refuse('destination differs');
+  }
+  if (payout.amountMinor !== redemption.amount_minor - redemption.fee_minor) {
+    const reason = `amount ${formatWireDecimal(payout.amountMinor)} differs from ${formatWireDecimal(redemption.amount_minor - redemption.fee_minor)}`;
+    await flag('wrong_payout', reason, redemption.token_id, 'high');
+    return refuse(reason);
   }
 
   // 4. One payout per redemption: the first approved is claimed before the answer leaves.
