@@ -1,6 +1,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { gatewayIdempotencyKey, isGatewayError, type GatewayClient } from '../gateway/index.ts';
+import { gatewayIdempotencyKey, isGatewayError, type GatewayBillPayment, type GatewayClient, type GatewayTransfer } from '../gateway/index.ts';
+import { closedPayoutIds, recordFoundPayout, recordPayoutIntent } from '../db/payout-intents.ts';
 import { isTransientPayoutRefusal, payoutOutcome, payoutRefusalPrefix } from '../gateway/status.ts';
 import type { Pool } from '../db/pool.ts';
 import {
@@ -135,10 +136,23 @@ export interface FinishRedemptionInput {
   failReason: string | null;
 }
 
+/** A payout of either rail, as the adapter reads it. */
+type Payout = GatewayTransfer | GatewayBillPayment;
+
+/** Pages of 100 read when the gateway is asked what it holds under a redemption's reference. */
+const payoutListPageSize = 100;
+const payoutListPagesMax = 5;
+
+/** Where a payout goes: a transfer's Pix key, a bill payment's digitable line (digits). */
+function destinationOf(payout: Payout): string | null {
+  return 'identificationField' in payout ? payout.identificationField : payout.pixAddressKey;
+}
+
 export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayClient; temporal: Pick<Client, 'workflow'> }) {
   const { pool, gateway, temporal } = deps;
 
   async function finish(input: FinishRedemptionInput): Promise<RedemptionState> {
+    if (input.done) await requirePayoutRecorded(input.redemptionId);
     const result = await finishRedemption(
       pool,
       input.redemptionId,
@@ -151,14 +165,15 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
 
   /**
    * Creates the current attempt's payout by the redemption's rail: a Pix transfer to the key, or
-   * the payment of the boleto (a bill payment). Both answer in one status vocabulary (PENDING,
-   * BANK_PROCESSING, DONE, FAILED, CANCELLED), so everything after this is the same for both.
+   * the payment of the boleto (a bill payment), with the redemption id as its `externalReference`.
+   * Both answer in one status vocabulary (PENDING, BANK_PROCESSING, DONE, FAILED, CANCELLED), so
+   * everything after this is the same for both. Never called without `findOrCreatePayout`'s look
+   * at the gateway first: a create is not idempotent.
    */
-  async function createTransfer(row: RedemptionRow): Promise<{ id: string; status: string; failReason: string | null }> {
+  async function createTransfer(row: RedemptionRow): Promise<Payout> {
     const amountMinor = row.amount_minor - row.fee_minor;
     if (row.rail === 'boleto') {
       return gateway.createBillPayment({
-        idempotencyKey: gatewayIdempotencyKey('bill', payoutIdempotencyKey(row.id, row.payout_attempt)),
         amountMinor,
         identificationField: row.destination,
         description: `PLC ${row.token_id}`,
@@ -169,7 +184,6 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
       throw ApplicationFailure.nonRetryable(`redemption ${row.id} is pix with a boleto destination`, 'INVALID_ROW');
     }
     return gateway.createTransfer({
-      idempotencyKey: gatewayIdempotencyKey('transfer', payoutIdempotencyKey(row.id, row.payout_attempt)),
       amountMinor,
       pixAddressKey: row.destination,
       pixAddressKeyType: row.destination_type,
@@ -178,9 +192,88 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
     });
   }
 
-  /** Reads the payout back by the redemption's rail. */
-  function readPayout(row: RedemptionRow, payoutId: string): Promise<{ id: string; status: string; failReason: string | null }> {
-    return row.rail === 'boleto' ? gateway.getBillPayment(payoutId) : gateway.getTransfer(payoutId);
+  /** Reads the payout back by the redemption's rail; a status the adapter does not know is flagged (and stays open). */
+  async function readPayout(row: RedemptionRow, payoutId: string): Promise<Payout> {
+    const payout = row.rail === 'boleto' ? await gateway.getBillPayment(payoutId) : await gateway.getTransfer(payoutId);
+    await flagUnknownStatus(row, payout);
+    return payout;
+  }
+
+  /** A payout status outside Asaas's documented vocabulary: open (never final), and a person looks (once per payout and status). */
+  async function flagUnknownStatus(row: RedemptionRow, payout: Payout): Promise<void> {
+    if (payout.status !== 'UNKNOWN') return;
+    await raiseRiskFlag(pool, {
+      flagType: 'GATEWAY_AUDIT_MISMATCH',
+      severity: 'medium',
+      subjectPubkey: null,
+      tokenId: row.token_id,
+      dedupeKey: `unknown-gateway-status:${payout.id}:${payout.gatewayStatus.slice(0, 100)}`,
+      details: {
+        kind: 'unknown_gateway_status',
+        redemption_id: row.id,
+        payout_id: payout.id,
+        gateway_status: payout.gatewayStatus.slice(0, 100),
+        meaning: 'a status the adapter does not know: read as open (UNKNOWN), the redemption keeps waiting',
+      },
+    });
+  }
+
+  /**
+   * The payouts the gateway holds under the redemption's reference (its id, sent as the payout's
+   * `externalReference`), oldest first, a bounded number of pages.
+   */
+  async function payoutsNaming(row: RedemptionRow): Promise<Payout[]> {
+    const found: Payout[] = [];
+    for (let page = 0; page < payoutListPagesMax; page += 1) {
+      const query = { externalReference: row.id, limit: payoutListPageSize, offset: page * payoutListPageSize };
+      const listed = row.rail === 'boleto' ? await gateway.listBillPayments(query) : await gateway.listTransfers(query);
+      found.push(...listed.items);
+      if (!listed.hasMore) break;
+    }
+    return found;
+  }
+
+  /**
+   * A payout the gateway already holds for this attempt: one that names the redemption, pays its
+   * amount to its destination, is not failed, and was not closed by an earlier attempt; the one
+   * the validation claimed first, else the oldest. Null when there is none.
+   */
+  async function adoptablePayout(row: RedemptionRow, claimedPayoutId: string | null, wanted: 'open' | 'paid'): Promise<Payout | null> {
+    const amountMinor = row.amount_minor - row.fee_minor;
+    const closed = await closedPayoutIds(pool, row.id);
+    const candidates = (await payoutsNaming(row)).filter(
+      (payout) =>
+        !closed.has(payout.id) &&
+        payout.externalReference === row.id &&
+        payout.amountMinor === amountMinor &&
+        destinationOf(payout) === row.destination &&
+        (wanted === 'paid' ? payoutOutcome(payout.status) === 'paid' : payoutOutcome(payout.status) !== 'failed'),
+    );
+    return candidates.find((payout) => payout.id === claimedPayoutId) ?? candidates[0] ?? null;
+  }
+
+  /**
+   * The current attempt's payout, made once (docs/settlement.md, "One payout per redemption"):
+   * the intent (redemption, attempt) is recorded first; then the gateway is asked what it holds
+   * under the redemption's reference, and only when it holds nothing for this attempt is a payout
+   * created. An answer lost on the way back is thus recovered by the next run of the activity,
+   * which finds the payout instead of creating a second one: no reliance on an Idempotency-Key
+   * Asaas does not document. The payout recorded is the one the row names after the write: when
+   * the gateway's validation claimed another one first, that one.
+   */
+  async function findOrCreatePayout(row: RedemptionRow): Promise<Payout> {
+    const { intent } = await recordPayoutIntent(pool, {
+      redemptionId: row.id,
+      attempt: row.payout_attempt,
+      rail: row.rail,
+      amountMinor: row.amount_minor - row.fee_minor,
+      destination: row.destination,
+    });
+    const payout = (await adoptablePayout(row, intent.claimed_payout_id, 'open')) ?? (await createTransfer(row));
+    await flagUnknownStatus(row, payout);
+    const recorded = await recordFoundPayout(pool, row.id, payout.id, payout.status);
+    if (recorded.gateway_transfer_id === null || recorded.gateway_transfer_id === payout.id) return payout;
+    return readPayout(recorded, recorded.gateway_transfer_id);
   }
 
   /** The gateway's word on the row's current attempt, creating its transfer under its own key when none was ever answered. */
@@ -196,10 +289,9 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
         const message = recorded.startsWith(`${row.gateway_status}: `) ? recorded.slice(row.gateway_status.length + 2) : recorded;
         return { kind: 'refused', gatewayStatus: row.gateway_status, message };
       }
-      // No answer was ever recorded: the same attempt's key finds a transfer created by a request
-      // whose answer was lost, or creates it now. Either way one transfer for this attempt.
-      const transfer = await createTransfer(row);
-      await recordGatewayTransfer(pool, row.id, transfer.id, transfer.status);
+      // No answer was ever recorded: the gateway is asked what it holds under the redemption's
+      // reference (a transfer whose answer was lost), and only then is one created.
+      const transfer = await findOrCreatePayout(row);
       return { kind: 'transfer', transferId: transfer.id, status: transfer.status, failReason: transfer.failReason };
     } catch (error) {
       if (isGatewayError(error) && !error.retryable) {
@@ -298,6 +390,22 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
     }
   }
 
+  /**
+   * A redemption settles only with the id of the payout that paid it. When the row names none (the
+   * creation's answer was lost and the paid event came first), the gateway is asked for the paid
+   * payout under the redemption's reference, which is recorded; without one the settlement waits
+   * (a retryable failure: the activity asks again).
+   */
+  async function requirePayoutRecorded(redemptionId: string): Promise<void> {
+    const row = await getRedemption(pool, redemptionId);
+    if (row === null || row.status !== 'PENDING_PAYMENT' || row.gateway_transfer_id !== null) return;
+    const paid = await adoptablePayout(row, null, 'paid');
+    if (paid === null) {
+      throw ApplicationFailure.retryable(`redemption ${redemptionId} has no recorded payout and the gateway holds no paid one under its reference yet`, 'PAYOUT_NOT_RECORDED');
+    }
+    await recordFoundPayout(pool, row.id, paid.id, paid.status);
+  }
+
   async function load(redemptionId: string): Promise<RedemptionRow> {
     const row = await getRedemption(pool, redemptionId);
     if (row === null) throw ApplicationFailure.nonRetryable(`no redemption ${redemptionId}`, 'NOT_FOUND');
@@ -370,8 +478,8 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
         };
       }
       try {
-        const transfer = row.gateway_transfer_id === null ? await createTransfer(row) : await readPayout(row, row.gateway_transfer_id);
-        await recordGatewayTransfer(pool, row.id, transfer.id, transfer.status);
+        const transfer = row.gateway_transfer_id === null ? await findOrCreatePayout(row) : await readPayout(row, row.gateway_transfer_id);
+        if (row.gateway_transfer_id !== null) await recordGatewayTransfer(pool, row.id, transfer.id, transfer.status);
         return { transferId: transfer.id, status: classifyTransfer(transfer.status, transfer.failReason) };
       } catch (error) {
         if (isGatewayError(error) && !error.retryable) {

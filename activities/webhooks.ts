@@ -65,7 +65,7 @@ export function createWebhookActivities(deps: { pool: Pool; gateway: GatewayRead
           workflowId: workflowIds.redemption(verdict.redemption.id),
           signal: 'transferEvent',
           payload: {
-            eventId: payout.eventId,
+            eventId: payout.eventId ?? row.event_id,
             transferId: verdict.transfer.id,
             // The gateway's word, not the event's.
             status: verdict.transfer.status,
@@ -88,7 +88,7 @@ export function createWebhookActivities(deps: { pool: Pool; gateway: GatewayRead
           kind: 'signal',
           workflowId: workflowIds.charge(verdict.charge.id),
           signal: 'paymentEvent',
-          payload: { eventId: event.eventId, paymentId: verdict.paymentId, status: verdict.status },
+          payload: { eventId: event.eventId ?? row.event_id, paymentId: verdict.paymentId, status: verdict.status },
           ...(verdict.contradiction === null ? {} : { contradiction: verdict.contradiction }),
         };
       }

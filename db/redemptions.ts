@@ -327,6 +327,11 @@ export async function finishRedemption(
     });
     if (current === null) throw new DomainError('NOT_FOUND', `no redemption ${id}`);
     if (current.status !== 'PENDING_PAYMENT') return { finished: false, redemption: current };
+    if (outcome.status === 'SETTLED' && current.gateway_transfer_id === null) {
+      // A redemption never settles without the id of the payout that paid it (docs/settlement.md,
+      // "One payout per redemption"): the caller records it first (activities/redemption.ts).
+      throw new Error(`redemption ${id} cannot settle without a recorded payout (gateway_transfer_id)`);
+    }
     await exec(client, { prepare: true, name: 'redemption-lock-plc-finish', text: 'SELECT 1 FROM plcs WHERE token_id = $1 FOR UPDATE', values: [current.token_id] });
     if (outcome.status === 'SETTLED') {
       const posting = moneyModel.redeemSettled({

@@ -96,11 +96,15 @@ export interface GatewayClient {
   refundPayment(paymentId: string, input?: RefundPaymentInput, options?: GatewayCallOptions): Promise<GatewayPayment>;
   /** One page of the account's charges, oldest first; filters are exact matches, dates inclusive. */
   listPayments(input?: ListPaymentsInput, options?: GatewayCallOptions): Promise<GatewayPage<GatewayPayment>>;
+  /**
+   * Creates a Pix transfer. Not idempotent (Asaas documents no idempotency key on transfers): a
+   * caller that lost the answer lists by `externalReference` before it creates again.
+   */
   createTransfer(input: CreateTransferInput, options?: GatewayCallOptions): Promise<GatewayTransfer>;
   getTransfer(transferId: string, options?: GatewayCallOptions): Promise<GatewayTransfer>;
   /** One page of the account's transfers (payouts), oldest first; filters are exact matches, dates inclusive. */
   listTransfers(input?: ListTransfersInput, options?: GatewayCallOptions): Promise<GatewayPage<GatewayTransfer>>;
-  /** Pays a boleto (its digitable line) from the account: the boleto rail's payout. Idempotent by key. */
+  /** Pays a boleto (its digitable line) from the account: the boleto rail's payout. Not idempotent: as createTransfer. */
   createBillPayment(input: CreateBillPaymentInput, options?: GatewayCallOptions): Promise<GatewayBillPayment>;
   getBillPayment(billPaymentId: string, options?: GatewayCallOptions): Promise<GatewayBillPayment>;
   /** One page of the account's bill payments, oldest first; filters are exact matches, dates inclusive. */
@@ -348,7 +352,6 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
 
     async createTransfer(input, callOptions) {
       const operation = 'createTransfer';
-      requireIdempotencyKey(operation, input.idempotencyKey);
       if (!(pixAddressKeyTypes as readonly string[]).includes(input.pixAddressKeyType)) {
         throw invalidRequest(operation, `pixAddressKeyType must be one of ${pixAddressKeyTypes.join(', ')}`);
       }
@@ -363,7 +366,9 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         description: input.description,
         externalReference: input.externalReference,
       };
-      return send(operation, 'POST', '/v3/transfers', transferWireSchema, callOptions, { body, idempotencyKey: input.idempotencyKey });
+      // No Idempotency-Key: Asaas documents none on transfers. A caller whose answer was lost finds
+      // the transfer by its externalReference (listTransfers) before it creates another.
+      return send(operation, 'POST', '/v3/transfers', transferWireSchema, callOptions, { body });
     },
 
     async getTransfer(transferId, callOptions) {
@@ -373,7 +378,6 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
 
     async createBillPayment(input, callOptions) {
       const operation = 'createBillPayment';
-      requireIdempotencyKey(operation, input.idempotencyKey);
       if (!/^\d{47,48}$/.test(input.identificationField)) throw invalidRequest(operation, 'identificationField must be 47 or 48 digits');
       requireText(operation, 'externalReference', input.externalReference, 1, 255);
       if (input.description !== undefined) requireText(operation, 'description', input.description, 0, 500);
@@ -383,7 +387,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         description: input.description,
         externalReference: input.externalReference,
       };
-      return send(operation, 'POST', '/v3/bill', billPaymentWireSchema, callOptions, { body, idempotencyKey: input.idempotencyKey });
+      // As a transfer: no Idempotency-Key; a lost answer is found by its externalReference (listBillPayments).
+      return send(operation, 'POST', '/v3/bill', billPaymentWireSchema, callOptions, { body });
     },
 
     async getBillPayment(billPaymentId, callOptions) {

@@ -4,7 +4,7 @@
  * gateway's vocabulary (types.ts), so deterministic workflow code can use them without pulling the
  * client or zod into its bundle.
  */
-import type { BillPaymentEvent, BillPaymentStatus, PaymentEvent, PaymentStatus, TransferEvent, TransferStatus } from './types.ts';
+import type { AsaasBillStatus, BillPaymentEvent, BillPaymentStatus, PaymentEvent, PaymentStatus, TransferEvent, TransferStatus } from './types.ts';
 
 /**
  * Payment status ranks. A charge only ever moves to a higher rank; a webhook or a read that
@@ -16,6 +16,7 @@ import type { BillPaymentEvent, BillPaymentStatus, PaymentEvent, PaymentStatus, 
  */
 export const paymentStatusRanks: Readonly<Record<PaymentStatus, number>> = {
   PENDING: 0,
+  UNKNOWN: 0,
   AWAITING_RISK_ANALYSIS: 0,
   OVERDUE: 1,
   DUNNING_REQUESTED: 2,
@@ -61,20 +62,51 @@ export function shouldApplyPaymentStatus(current: PaymentStatus, next: PaymentSt
   return paymentStatusRank(next) > paymentStatusRank(current);
 }
 
-/** The status each payment event announces (the payment object inside the event is the authority). */
-export const paymentStatusByEvent: Readonly<Record<PaymentEvent, PaymentStatus>> = {
+/**
+ * The status each payment event announces (the payment object inside the event is the authority),
+ * for every event Asaas documents; null for an event that announces no status of its own (a view,
+ * an update of the due date, a split, a card-only step, a restore): the payment's own status then
+ * stands for the event.
+ */
+export const paymentStatusByEvent: Readonly<Record<PaymentEvent, PaymentStatus | null>> = {
   PAYMENT_CREATED: 'PENDING',
-  PAYMENT_RECEIVED: 'RECEIVED',
+  PAYMENT_AWAITING_RISK_ANALYSIS: 'AWAITING_RISK_ANALYSIS',
+  PAYMENT_APPROVED_BY_RISK_ANALYSIS: null,
+  PAYMENT_REPROVED_BY_RISK_ANALYSIS: null,
+  PAYMENT_AUTHORIZED: null,
+  PAYMENT_UPDATED: null,
   PAYMENT_CONFIRMED: 'CONFIRMED',
+  PAYMENT_RECEIVED: 'RECEIVED',
+  PAYMENT_CREDIT_CARD_CAPTURE_REFUSED: null,
+  PAYMENT_ANTICIPATED: null,
   PAYMENT_OVERDUE: 'OVERDUE',
-  PAYMENT_REFUNDED: 'REFUNDED',
   PAYMENT_DELETED: 'DELETED',
+  PAYMENT_RESTORED: null,
+  PAYMENT_REFUNDED: 'REFUNDED',
+  PAYMENT_PARTIALLY_REFUNDED: null,
+  PAYMENT_REFUND_IN_PROGRESS: 'REFUND_IN_PROGRESS',
+  PAYMENT_RECEIVED_IN_CASH_UNDONE: null,
+  PAYMENT_CHARGEBACK_REQUESTED: 'CHARGEBACK_REQUESTED',
+  PAYMENT_CHARGEBACK_DISPUTE: 'CHARGEBACK_DISPUTE',
+  PAYMENT_AWAITING_CHARGEBACK_REVERSAL: 'AWAITING_CHARGEBACK_REVERSAL',
+  PAYMENT_DUNNING_RECEIVED: 'DUNNING_RECEIVED',
+  PAYMENT_DUNNING_REQUESTED: 'DUNNING_REQUESTED',
+  PAYMENT_BANK_SLIP_VIEWED: null,
+  PAYMENT_CHECKOUT_VIEWED: null,
+  PAYMENT_SPLIT_CANCELLED: null,
+  PAYMENT_SPLIT_DIVERGENCE_BLOCK: null,
+  PAYMENT_SPLIT_DIVERGENCE_BLOCK_FINISHED: null,
 };
 
-/** Transfer status ranks: PENDING, then BANK_PROCESSING, then one of the three final statuses. */
+/**
+ * Transfer status ranks: PENDING (and UNKNOWN, a status the adapter does not know: open), then
+ * BANK_PROCESSING or BLOCKED (held by the gateway for review), then one of the three final statuses.
+ */
 export const transferStatusRanks: Readonly<Record<TransferStatus, number>> = {
   PENDING: 0,
+  UNKNOWN: 0,
   BANK_PROCESSING: 1,
+  BLOCKED: 1,
   DONE: 2,
   FAILED: 2,
   CANCELLED: 2,
@@ -98,6 +130,7 @@ export const transferStatusByEvent: Readonly<Record<TransferEvent, TransferStatu
   TRANSFER_CREATED: 'PENDING',
   TRANSFER_PENDING: 'PENDING',
   TRANSFER_IN_BANK_PROCESSING: 'BANK_PROCESSING',
+  TRANSFER_BLOCKED: 'BLOCKED',
   TRANSFER_DONE: 'DONE',
   TRANSFER_FAILED: 'FAILED',
   TRANSFER_CANCELLED: 'CANCELLED',
@@ -105,12 +138,39 @@ export const transferStatusByEvent: Readonly<Record<TransferEvent, TransferStatu
 
 /** The status each bill payment event announces (the `bill` inside the event is the authority). */
 export const billPaymentStatusByEvent: Readonly<Record<BillPaymentEvent, BillPaymentStatus>> = {
-  BILL_PAYMENT_CREATED: 'PENDING',
-  BILL_PAYMENT_BANK_PROCESSING: 'BANK_PROCESSING',
-  BILL_PAYMENT_DONE: 'DONE',
-  BILL_PAYMENT_FAILED: 'FAILED',
-  BILL_PAYMENT_CANCELLED: 'CANCELLED',
+  BILL_CREATED: 'PENDING',
+  BILL_PENDING: 'PENDING',
+  BILL_BANK_PROCESSING: 'BANK_PROCESSING',
+  BILL_PAID: 'DONE',
+  BILL_CANCELLED: 'CANCELLED',
+  BILL_FAILED: 'FAILED',
+  // The money came back to the account: the boleto was not paid by us after all.
+  BILL_REFUNDED: 'FAILED',
 };
+
+/**
+ * A bill payment's status as Asaas sends it, in the one payout vocabulary: PAID is DONE (paid),
+ * REFUNDED is FAILED (the money came back), the risk analysis wait is PENDING, FAILED and
+ * CANCELLED are themselves; anything else is UNKNOWN (open, flagged where it is read).
+ */
+const billStatusesFromWire: Readonly<Record<AsaasBillStatus, BillPaymentStatus>> = {
+  PENDING: 'PENDING',
+  AWAITING_CHECKOUT_RISK_ANALYSIS_REQUEST: 'PENDING',
+  BANK_PROCESSING: 'BANK_PROCESSING',
+  PAID: 'DONE',
+  FAILED: 'FAILED',
+  CANCELLED: 'CANCELLED',
+  REFUNDED: 'FAILED',
+};
+
+export function billPaymentStatusFromWire(status: string): BillPaymentStatus {
+  return Object.hasOwn(billStatusesFromWire, status) ? billStatusesFromWire[status as AsaasBillStatus] : 'UNKNOWN';
+}
+
+/** A transfer's status as Asaas sends it: a documented one as it is, anything else UNKNOWN (open, flagged where it is read). */
+export function transferStatusFromWire(status: string): TransferStatus {
+  return Object.hasOwn(transferStatusRanks, status) && status !== 'UNKNOWN' ? (status as TransferStatus) : 'UNKNOWN';
+}
 
 /**
  * What a gateway status means for the money that waits on it, decided here once: `paid` (the
@@ -168,6 +228,7 @@ type PaymentStage = 'open' | 'overdue' | 'paid' | 'refunded' | 'deleted';
 
 const paymentStages: Readonly<Record<PaymentStatus, PaymentStage>> = {
   PENDING: 'open',
+  UNKNOWN: 'open',
   AWAITING_RISK_ANALYSIS: 'open',
   OVERDUE: 'overdue',
   DUNNING_REQUESTED: 'overdue',
@@ -192,9 +253,14 @@ const stagesAfter: Readonly<Record<PaymentStage, readonly PaymentStage[]>> = {
   deleted: ['deleted'],
 };
 
-/** Whether a payment status says anything a charge could act on: anything past PENDING (and any status this adapter does not know). */
+/** Whether a payment status says anything a charge could act on: anything past PENDING (and any status this adapter does not know, read back before anything moves). */
 export function paymentStatusDecides(status: string): boolean {
-  return !isKnownPaymentStatus(status) || paymentStages[status] !== 'open';
+  return !isKnownPaymentStatus(status) || status === 'UNKNOWN' || paymentStages[status] !== 'open';
+}
+
+/** A charge status as Asaas sends it: a documented one as it is, anything else UNKNOWN (open). */
+export function paymentStatusFromWire(status: string): PaymentStatus {
+  return Object.hasOwn(paymentStatusRanks, status) ? (status as PaymentStatus) : 'UNKNOWN';
 }
 
 /**

@@ -34,29 +34,78 @@ export const paymentStatuses = [
   'REFUNDED',
   'DELETED',
 ] as const;
-export type PaymentStatus = (typeof paymentStatuses)[number];
+/** A charge status as the adapter hands it on: a documented one, or UNKNOWN (open: never paid, never failed) for one it does not know. */
+export type PaymentStatus = (typeof paymentStatuses)[number] | 'UNKNOWN';
 
-/** Pix payout (transfer) statuses. DONE, FAILED and CANCELLED are final. */
-export const transferStatuses = ['PENDING', 'BANK_PROCESSING', 'DONE', 'FAILED', 'CANCELLED'] as const;
-export type TransferStatus = (typeof transferStatuses)[number];
+/**
+ * Transfer (payout) statuses Asaas documents (https://docs.asaas.com/docs/transfer-events, "Retrieve
+ * a single transfer"): DONE, FAILED and CANCELLED are final; BLOCKED waits (Asaas holds it for
+ * review).
+ */
+export const transferStatuses = ['PENDING', 'BANK_PROCESSING', 'BLOCKED', 'DONE', 'FAILED', 'CANCELLED'] as const;
+/**
+ * A payout status as the adapter hands it on (both rails): the documented ones, or UNKNOWN for a
+ * status the adapter does not know, which is open (never final, never moves money) and is
+ * flagged where it is read (`GatewayTransfer.gatewayStatus` keeps the gateway's word).
+ */
+export type TransferStatus = (typeof transferStatuses)[number] | 'UNKNOWN';
 
 export const pixAddressKeyTypes = ['CPF', 'CNPJ', 'EMAIL', 'PHONE', 'EVP'] as const;
 export type PixAddressKeyType = (typeof pixAddressKeyTypes)[number];
 
+/**
+ * Every payment (charge) event Asaas documents (https://docs.asaas.com/docs/payment-events). The
+ * ones that announce a status are mapped in status.ts (`paymentStatusByEvent`); the others (views,
+ * updates, splits, card-only steps) announce none: the payment object's status decides.
+ */
 export const paymentEvents = [
+  'PAYMENT_CREATED',
+  'PAYMENT_AWAITING_RISK_ANALYSIS',
+  'PAYMENT_APPROVED_BY_RISK_ANALYSIS',
+  'PAYMENT_REPROVED_BY_RISK_ANALYSIS',
+  'PAYMENT_AUTHORIZED',
+  'PAYMENT_UPDATED',
+  'PAYMENT_CONFIRMED',
+  'PAYMENT_RECEIVED',
+  'PAYMENT_CREDIT_CARD_CAPTURE_REFUSED',
+  'PAYMENT_ANTICIPATED',
+  'PAYMENT_OVERDUE',
+  'PAYMENT_DELETED',
+  'PAYMENT_RESTORED',
+  'PAYMENT_REFUNDED',
+  'PAYMENT_PARTIALLY_REFUNDED',
+  'PAYMENT_REFUND_IN_PROGRESS',
+  'PAYMENT_RECEIVED_IN_CASH_UNDONE',
+  'PAYMENT_CHARGEBACK_REQUESTED',
+  'PAYMENT_CHARGEBACK_DISPUTE',
+  'PAYMENT_AWAITING_CHARGEBACK_REVERSAL',
+  'PAYMENT_DUNNING_RECEIVED',
+  'PAYMENT_DUNNING_REQUESTED',
+  'PAYMENT_BANK_SLIP_VIEWED',
+  'PAYMENT_CHECKOUT_VIEWED',
+  'PAYMENT_SPLIT_CANCELLED',
+  'PAYMENT_SPLIT_DIVERGENCE_BLOCK',
+  'PAYMENT_SPLIT_DIVERGENCE_BLOCK_FINISHED',
+] as const;
+export type PaymentEvent = (typeof paymentEvents)[number];
+
+/** The payment events a Pix or Boleto charge of ours can take a decision from; the webhook subscribes to these. */
+export const subscribedPaymentEvents = [
   'PAYMENT_CREATED',
   'PAYMENT_RECEIVED',
   'PAYMENT_CONFIRMED',
   'PAYMENT_OVERDUE',
   'PAYMENT_REFUNDED',
   'PAYMENT_DELETED',
-] as const;
-export type PaymentEvent = (typeof paymentEvents)[number];
+  'PAYMENT_RESTORED',
+] as const satisfies readonly PaymentEvent[];
 
+/** Every transfer event Asaas documents (https://docs.asaas.com/docs/transfer-events). */
 export const transferEvents = [
   'TRANSFER_CREATED',
   'TRANSFER_PENDING',
   'TRANSFER_IN_BANK_PROCESSING',
+  'TRANSFER_BLOCKED',
   'TRANSFER_DONE',
   'TRANSFER_FAILED',
   'TRANSFER_CANCELLED',
@@ -64,25 +113,34 @@ export const transferEvents = [
 export type TransferEvent = (typeof transferEvents)[number];
 
 /**
- * Bill payment (a boleto paid out of the account) statuses: the same five as a transfer, with the
- * same meaning (DONE paid, FAILED refused by the bank, CANCELLED never sent), so that one payout
- * vocabulary serves both rails (docs/gateway-wire-api.md 5.3). Its own lifecycle: no validation
- * request; PENDING, then BANK_PROCESSING, then DONE or FAILED.
+ * A bill payment's (a boleto paid out of the account) statuses as Asaas sends them
+ * (https://docs.asaas.com/docs/bill-events, the bill object of "Pay a bill"): PENDING,
+ * BANK_PROCESSING, PAID, FAILED, CANCELLED, REFUNDED, and the risk analysis wait. The adapter
+ * normalises them into the one payout vocabulary both rails share (`BillPaymentStatus`, the
+ * transfer's: PAID is DONE, REFUNDED is FAILED, the risk analysis is PENDING; status.ts
+ * `billPaymentStatusFromWire`), so everything after the adapter is the same for both rails.
  */
+export const asaasBillStatuses = ['PENDING', 'BANK_PROCESSING', 'PAID', 'FAILED', 'CANCELLED', 'REFUNDED', 'AWAITING_CHECKOUT_RISK_ANALYSIS_REQUEST'] as const;
+export type AsaasBillStatus = (typeof asaasBillStatuses)[number];
 export const billPaymentStatuses = transferStatuses;
 export type BillPaymentStatus = TransferStatus;
 
+/** Every bill payment event Asaas documents (https://docs.asaas.com/docs/bill-events). */
 export const billPaymentEvents = [
-  'BILL_PAYMENT_CREATED',
-  'BILL_PAYMENT_BANK_PROCESSING',
-  'BILL_PAYMENT_DONE',
-  'BILL_PAYMENT_FAILED',
-  'BILL_PAYMENT_CANCELLED',
+  'BILL_CREATED',
+  'BILL_PENDING',
+  'BILL_BANK_PROCESSING',
+  'BILL_PAID',
+  'BILL_CANCELLED',
+  'BILL_FAILED',
+  'BILL_REFUNDED',
 ] as const;
 export type BillPaymentEvent = (typeof billPaymentEvents)[number];
 
-/** Every event a webhook can subscribe to; the service subscribes to all of them. */
-export const webhookEvents = [...paymentEvents, ...transferEvents, ...billPaymentEvents] as const;
+/** Every event the service's webhook subscribes to: each exists at Asaas (the lists above are theirs). */
+export const webhookEvents = [...subscribedPaymentEvents, ...transferEvents, ...billPaymentEvents] as const;
+/** Any event Asaas documents for the families the service reads (a webhook may be subscribed to any of them). */
+export const documentedWebhookEvents = [...paymentEvents, ...transferEvents, ...billPaymentEvents] as const;
 export type WebhookEvent = PaymentEvent | TransferEvent | BillPaymentEvent;
 
 export interface GatewayCustomer {
@@ -101,6 +159,8 @@ export interface GatewayPayment {
   customerId: string;
   billingType: PaymentBillingType;
   status: PaymentStatus;
+  /** The status exactly as the gateway sent it (`status` is UNKNOWN when the adapter does not know it). */
+  gatewayStatus: string;
   amountMinor: bigint;
   /** What reaches the account after the gateway's fee. */
   netAmountMinor: bigint;
@@ -162,8 +222,11 @@ export interface GatewayTransfer {
   /** Why a FAILED or CANCELLED transfer did not go through; null otherwise. */
   failReason: string | null;
   dateCreated: string;
+  /** When the transfer was carried out: a datetime ("YYYY-MM-DD HH:mm:ss") since Asaas's changelog of 2024-04-15; a date before. */
   effectiveDate: string | null;
   endToEndIdentifier: string | null;
+  /** The status exactly as the gateway sent it (`status` is UNKNOWN when the adapter does not know it). */
+  gatewayStatus: string;
   authorized: boolean | null;
   transactionReceiptUrl: string | null;
 }
@@ -186,7 +249,7 @@ export interface GatewayWebhook {
   hasAuthToken: boolean | null;
 }
 
-/** Inputs. Every create carries an idempotency key derived from the caller's business key. */
+/** Inputs. Customer and charge creates carry an idempotency key derived from the caller's business key; payouts do not (see CreateTransferInput). */
 
 export interface CreateCustomerInput {
   idempotencyKey: string;
@@ -232,19 +295,22 @@ export interface GatewayBillPayment {
   status: BillPaymentStatus;
   amountMinor: bigint;
   feeMinor: bigint;
-  /** The boleto's digitable line, digits only (47: bank slip, 48: collection slip). */
+  /** The boleto's digitable line, digits only (47: bank slip, 48: collection slip); Asaas writes it with dots and spaces. */
   identificationField: string;
   description: string | null;
   externalReference: string | null;
-  /** Why a FAILED or CANCELLED bill payment did not go through; null otherwise. */
+  /** Why a FAILED or CANCELLED bill payment did not go through (Asaas: `failReasons`); null otherwise. */
   failReason: string | null;
-  dateCreated: string;
+  /** Absent from Asaas's bill event example; null then. */
+  dateCreated: string | null;
+  /** The status exactly as the gateway sent it (PAID, REFUNDED...); `status` is its normalised payout status. */
+  gatewayStatus: string;
   paymentDate: string | null;
   transactionReceiptUrl: string | null;
 }
 
+/** No idempotency key: Asaas documents none on bill payments (see GatewayClient.createBillPayment). */
 export interface CreateBillPaymentInput {
-  idempotencyKey: string;
   /** The amount paid; it must equal the amount the line carries when it carries one. */
   amountMinor: bigint;
   identificationField: string;
@@ -258,8 +324,8 @@ export interface RefundPaymentInput {
   description?: string;
 }
 
+/** No idempotency key: Asaas documents none on transfers (see GatewayClient.createTransfer). */
 export interface CreateTransferInput {
-  idempotencyKey: string;
   amountMinor: bigint;
   pixAddressKey: string;
   pixAddressKeyType: PixAddressKeyType;
@@ -273,7 +339,7 @@ export interface UpdateWebhookInput {
   enabled?: boolean;
   interrupted?: boolean;
   events?: readonly WebhookEvent[];
-  /** Write-only: the value the gateway sends back in `gateway-access-token`. */
+  /** Write-only: the value the gateway sends back in `asaas-access-token`. */
   authToken?: string;
 }
 

@@ -15,7 +15,7 @@ import { billPaymentWireSchema, paymentWireSchema, transferWireSchema, type Bill
 
 /**
  * What the gateway sends us, and the rules for acting on it. The service's webhook route
- * authenticates (the `gateway-access-token` header), stores the raw body, and then calls
+ * authenticates (the gateway's `asaas-access-token` header, or the interface's `gateway-access-token`), stores the raw body, and then calls
  * `classifyGatewayWebhook` to learn what it is; acting on it is the caller's job. The ordering
  * helpers let callers enforce "a final status never moves backwards": webhooks arrive late,
  * twice and out of order, so a status is applied only when it moves forward.
@@ -24,12 +24,20 @@ import { billPaymentWireSchema, paymentWireSchema, transferWireSchema, type Bill
  * caller should treat it as a hint to read the status from the gateway (`getPayment`, `getTransfer`).
  */
 
-const eventId = z.string().min(1).max(200);
+/**
+ * The envelope's `id` and `dateCreated`: Asaas's pages show events with them ("Receive Asaas events
+ * at your webhook endpoint", the Portuguese transfer events page) and without them (the English
+ * "Transfer events" and "Bill events" examples). Both are read: an event without an id is keyed by
+ * the SHA-256 of its body (api/routes/webhooks.ts), and like every event it moves nothing until the
+ * gateway's own copy of the transfer, bill payment or charge confirms it (services/gateway-word.ts).
+ */
+const eventId = z.string().min(1).max(200).nullish().transform((value) => value ?? null);
+const eventDate = z.string().max(100).nullish().transform((value) => value ?? null);
 
 export const paymentEventWireSchema = z.object({
   id: eventId,
   event: z.enum(paymentEvents),
-  dateCreated: z.string().max(100),
+  dateCreated: eventDate,
   payment: paymentWireSchema,
 });
 export type PaymentEventWire = z.input<typeof paymentEventWireSchema>;
@@ -37,26 +45,37 @@ export type PaymentEventWire = z.input<typeof paymentEventWireSchema>;
 export const transferEventWireSchema = z.object({
   id: eventId,
   event: z.enum(transferEvents),
-  dateCreated: z.string().max(100),
+  dateCreated: eventDate,
   transfer: transferWireSchema,
 });
 export type TransferEventWire = z.input<typeof transferEventWireSchema>;
 
-/** A bill payment event: `{id, event: BILL_PAYMENT_*, dateCreated, bill}`. */
+/** A bill payment event: `{id?, event: BILL_*, dateCreated?, bill}` (https://docs.asaas.com/docs/bill-events). */
 export const billPaymentEventWireSchema = z.object({
   id: eventId,
   event: z.enum(billPaymentEvents),
-  dateCreated: z.string().max(100),
+  dateCreated: eventDate,
   bill: billPaymentWireSchema,
 });
 export type BillPaymentEventWire = z.input<typeof billPaymentEventWireSchema>;
 
-/** The synchronous authorization the gateway asks for before it moves money out: `{type: "TRANSFER", transfer}`. */
+/**
+ * The synchronous authorization the gateway asks for before it moves money out
+ * (https://docs.asaas.com/docs/mechanism-for-validating-transfers-via-webhooks): `{type: "TRANSFER", transfer}`
+ * for a transfer, `{type: "BILL", bill}` for a bill payment (a boleto payout); other cash-outs
+ * (QR code payments, phone recharges) have other types, which this service never makes.
+ */
 export const transferValidationRequestWireSchema = z.object({
   type: z.literal('TRANSFER'),
   transfer: transferWireSchema,
 });
 export type TransferValidationRequestWire = z.input<typeof transferValidationRequestWireSchema>;
+
+export const billValidationRequestWireSchema = z.object({
+  type: z.literal('BILL'),
+  bill: billPaymentWireSchema,
+});
+export type BillValidationRequestWire = z.input<typeof billValidationRequestWireSchema>;
 
 /** Our answer to a validation request. REFUSED cancels the transfer at once with `refuseReason`. */
 export type TransferValidationAnswer = { status: 'APPROVED' } | { status: 'REFUSED'; refuseReason: string };
@@ -66,11 +85,13 @@ export const transferValidationAnswerSchema = z.union([
   z.object({ status: z.literal('REFUSED'), refuseReason: z.string().min(1).max(500) }),
 ]);
 
+/** `eventId` and `dateCreated` are null when the event's body has none (see `eventId` above). */
 export type GatewayWebhookClassification =
-  | { kind: 'payment_event'; eventId: string; event: PaymentEvent; dateCreated: string; payment: GatewayPayment }
-  | { kind: 'transfer_event'; eventId: string; event: TransferEvent; dateCreated: string; transfer: GatewayTransfer }
-  | { kind: 'bill_payment_event'; eventId: string; event: BillPaymentEvent; dateCreated: string; billPayment: GatewayBillPayment }
+  | { kind: 'payment_event'; eventId: string | null; event: PaymentEvent; dateCreated: string | null; payment: GatewayPayment }
+  | { kind: 'transfer_event'; eventId: string | null; event: TransferEvent; dateCreated: string | null; transfer: GatewayTransfer }
+  | { kind: 'bill_payment_event'; eventId: string | null; event: BillPaymentEvent; dateCreated: string | null; billPayment: GatewayBillPayment }
   | { kind: 'transfer_validation'; transfer: GatewayTransfer }
+  | { kind: 'bill_validation'; billPayment: GatewayBillPayment }
   | {
       kind: 'unknown';
       /** Why the body was not recognised, for the log and the dead-letter record. */
@@ -90,8 +111,8 @@ export type GatewayWebhookClassification =
  * `parseWireJson` produce, and is then refused). Never throws.
  *
  * A body with `event` is an asynchronous notification; a body with `type` and no `event` is a
- * synchronous authorization request (only `type: "TRANSFER"` is recognised; others, such as
- * BILL, come back as unknown with `type` set).
+ * synchronous authorization request (`type: "TRANSFER"` and `type: "BILL"` are recognised; others
+ * come back as unknown with `type` set).
  */
 export function classifyGatewayWebhook(body: unknown): GatewayWebhookClassification {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
@@ -137,6 +158,11 @@ export function classifyGatewayWebhook(body: unknown): GatewayWebhookClassificat
     return unknown(`unsupported event ${event.slice(0, 100)}`, body);
   }
   if ('type' in record) {
+    if (record.type === 'BILL') {
+      const parsed = billValidationRequestWireSchema.safeParse(body);
+      if (!parsed.success) return unknown(`malformed bill validation request: ${firstIssue(parsed.error)}`, body);
+      return { kind: 'bill_validation', billPayment: parsed.data.bill };
+    }
     if (record.type !== 'TRANSFER') {
       return unknown(`unsupported authorization type ${String(record.type).slice(0, 100)}`, body);
     }

@@ -1,11 +1,9 @@
 import { z } from 'zod';
 import { minorFromWireValue, WireMoneyError } from './money.ts';
+import { billPaymentStatusFromWire, paymentStatusFromWire, transferStatusFromWire } from './status.ts';
 import {
-  billPaymentStatuses,
   paymentBillingTypes,
-  paymentStatuses,
   pixAddressKeyTypes,
-  transferStatuses,
   type GatewayBillPayment,
   type GatewayBoletoIdentificationField,
   type GatewayCancelResult,
@@ -82,7 +80,7 @@ export const paymentWireSchema = z
     value: wireMoney,
     netValue: wireMoney,
     billingType: z.enum(paymentBillingTypes),
-    status: z.enum(paymentStatuses),
+    status: z.string().min(1).max(100),
     dueDate: z.string(),
     originalDueDate: optionalNull(z.string()),
     paymentDate: optionalNull(z.string()),
@@ -100,7 +98,8 @@ export const paymentWireSchema = z
       id: wire.id,
       customerId: wire.customer,
       billingType: wire.billingType,
-      status: wire.status,
+      status: paymentStatusFromWire(wire.status),
+      gatewayStatus: wire.status,
       amountMinor: wire.value,
       netAmountMinor: wire.netValue,
       dueDate: wire.dueDate,
@@ -142,6 +141,34 @@ export const deletedWireSchema = z
   .transform((wire): GatewayCancelResult => ({ id: wire.id, deleted: wire.deleted }));
 export type DeletedWire = z.input<typeof deletedWireSchema>;
 
+/** A status as the gateway spells it: any short word; the adapter maps it (an unknown one is UNKNOWN, never a parse failure). */
+const wireStatus = z.string().min(1).max(100);
+
+/**
+ * The destination account of a transfer, as Asaas nests it (`transfer.bankAccount`, the "Transfer
+ * events" and "Mechanism for validating transfers via webhooks" pages): a Pix transfer's key is
+ * `bankAccount.pixAddressKey`; the bank fields are read for the log only.
+ */
+const transferBankAccountWireSchema = z.object({
+  bank: optionalNull(z.object({ ispb: optionalNull(z.string()), code: optionalNull(z.string()), name: optionalNull(z.string()) })),
+  accountName: optionalNull(z.string()),
+  ownerName: optionalNull(z.string()),
+  cpfCnpj: optionalNull(z.string()),
+  agency: optionalNull(z.string()),
+  agencyDigit: optionalNull(z.string()),
+  account: optionalNull(z.string()),
+  accountDigit: optionalNull(z.string()),
+  pixAddressKey: optionalNull(z.string().max(200)),
+});
+
+/**
+ * A transfer (`GET /v3/transfers/{id}`, the answer of `POST /v3/transfers`, the `transfer` of
+ * transfer events and of the validation request), as Asaas documents it
+ * (https://docs.asaas.com/docs/transfer-events, https://docs.asaas.com/docs/mechanism-for-validating-transfers-via-webhooks):
+ * the Pix key inside `bankAccount`, `externalReference` (Asaas's changelog of 2024-10-14),
+ * `effectiveDate` a datetime (changelog of 2024-04-15), `status` any word (UNKNOWN when not one
+ * of the documented ones).
+ */
 export const transferWireSchema = z
   .object({
     object: z.literal('transfer').optional(),
@@ -151,7 +178,7 @@ export const transferWireSchema = z
     value: wireMoney,
     netValue: wireMoney,
     transferFee: wireMoney,
-    status: z.enum(transferStatuses),
+    status: wireStatus,
     effectiveDate: optionalNull(z.string()),
     scheduleDate: optionalNull(z.string()),
     endToEndIdentifier: optionalNull(z.string()),
@@ -161,17 +188,19 @@ export const transferWireSchema = z
     operationType: optionalNull(z.string()),
     description: optionalNull(text),
     externalReference: optionalNull(z.string()),
-    pixAddressKey: optionalNull(z.string()),
-    pixAddressKeyType: optionalNull(z.enum(pixAddressKeyTypes)),
+    bankAccount: optionalNull(transferBankAccountWireSchema),
+    // Not on Asaas's examples of a transfer read back; kept when present.
+    pixAddressKeyType: optionalNull(z.enum(pixAddressKeyTypes)).catch(null),
   })
   .transform(
     (wire): GatewayTransfer => ({
       id: wire.id,
-      status: wire.status,
+      status: transferStatusFromWire(wire.status),
+      gatewayStatus: wire.status,
       amountMinor: wire.value,
       netAmountMinor: wire.netValue,
       feeMinor: wire.transferFee,
-      pixAddressKey: wire.pixAddressKey,
+      pixAddressKey: wire.bankAccount?.pixAddressKey ?? null,
       pixAddressKeyType: wire.pixAddressKeyType,
       description: wire.description,
       externalReference: wire.externalReference,
@@ -185,18 +214,47 @@ export const transferWireSchema = z
   );
 export type TransferWire = z.input<typeof transferWireSchema>;
 
-/** A bill payment (`GET /v3/bill/{id}`, the answer of `POST /v3/bill`, the `bill` of bill payment events). */
+/**
+ * A digitable line as Asaas writes it ("03399.77779 29900.000000 04751.101017 1 81510000002990":
+ * dots and spaces), read as its digits (47: bank slip, 48: collection slip).
+ */
+export const wireDigitableLine = z
+  .string()
+  .max(100)
+  .transform((line) => line.replace(/[.\s]/g, ''))
+  .pipe(z.string().regex(/^\d{47,48}$/, 'a digitable line has 47 or 48 digits'));
+
+/** Asaas's `failReasons`: null, a text, or a list of texts; read as one text or null. */
+const wireFailReasons = z
+  .union([text, z.array(text).max(50)])
+  .nullish()
+  .transform((reasons) => (reasons === null || reasons === undefined ? null : Array.isArray(reasons) ? reasons.join('; ') || null : reasons));
+
+/**
+ * A bill payment (`GET /v3/bill/{id}`, the answer of `POST /v3/bill`, the `bill` of bill events),
+ * as Asaas documents it (https://docs.asaas.com/docs/bill-events): status PAID when paid (the
+ * adapter's DONE, status.ts `billPaymentStatusFromWire`), the digitable line with dots and spaces,
+ * `failReasons`, no `dateCreated` on the event's example, `externalReference` since Asaas's
+ * changelog of 2024-07-05.
+ */
 export const billPaymentWireSchema = z
   .object({
     object: z.literal('bill').optional(),
     id,
-    status: z.enum(billPaymentStatuses),
-    dateCreated: z.string(),
+    status: wireStatus,
+    dateCreated: optionalNull(z.string()),
     value: wireMoney,
+    discount: optionalNull(wireMoney),
+    interest: optionalNull(wireMoney),
+    fine: optionalNull(wireMoney),
     fee: optionalNull(wireMoney),
-    identificationField: z.string().regex(/^\d{47,48}$/),
+    identificationField: wireDigitableLine,
+    dueDate: optionalNull(z.string()),
+    scheduleDate: optionalNull(z.string()),
     paymentDate: optionalNull(z.string()),
-    failReason: optionalNull(text),
+    companyName: optionalNull(text),
+    canBeCancelled: optionalNull(z.boolean()),
+    failReasons: wireFailReasons,
     transactionReceiptUrl: optionalNull(z.string()),
     description: optionalNull(text),
     externalReference: optionalNull(z.string()),
@@ -204,13 +262,14 @@ export const billPaymentWireSchema = z
   .transform(
     (wire): GatewayBillPayment => ({
       id: wire.id,
-      status: wire.status,
+      status: billPaymentStatusFromWire(wire.status),
+      gatewayStatus: wire.status,
       amountMinor: wire.value,
       feeMinor: wire.fee ?? 0n,
       identificationField: wire.identificationField,
       description: wire.description,
       externalReference: wire.externalReference,
-      failReason: wire.failReason,
+      failReason: wire.failReasons,
       dateCreated: wire.dateCreated,
       paymentDate: wire.paymentDate,
       transactionReceiptUrl: wire.transactionReceiptUrl,
@@ -281,6 +340,12 @@ export interface PaymentRefundWire {
   description?: string;
 }
 
+/**
+ * `POST /v3/transfers` to a Pix key ("Transfer to accounts at another institution (Pix / TED)",
+ * https://docs.asaas.com/reference/transfer-to-another-institution-account-or-pix-key): the key
+ * and its type at the top level of the request (the transfer read back nests it in `bankAccount`),
+ * our redemption id as `externalReference`.
+ */
 export interface TransferCreateWire {
   value: number;
   operationType: 'PIX';
@@ -309,6 +374,12 @@ export interface WebhookUpdateWire {
 /** Header names on the wire. */
 export const wireHeaders = {
   apiKey: 'access_token',
+  /**
+   * Sent on customer and charge creations only. Asaas does not document it: nothing relies on it.
+   * A payout's create is never retried blind; a lost answer is found by its externalReference
+   * (activities/redemption.ts).
+   */
   idempotencyKey: 'Idempotency-Key',
-  webhookToken: 'gateway-access-token',
+  /** The header Asaas sends a webhook's authToken in, on every event and validation request (https://docs.asaas.com/docs/receive-asaas-events-at-your-webhook-endpoint). */
+  webhookToken: 'asaas-access-token',
 } as const;

@@ -18,6 +18,9 @@ const booleanFromEnv = z
 
 const durationMs = z.coerce.number().int().min(1).max(30 * 24 * 3600 * 1000);
 
+/** The gateway simulator's default address (npm run start:simulator). */
+const simulatorBaseUrl = 'http://127.0.0.1:8010';
+
 export const configSchema = z
   .object({
     APP_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -229,10 +232,40 @@ export const configSchema = z
     QUEUE_LAG_ALERT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(60_000),
 
     /** The payment gateway (docs/gateway-wire-api.md); in development the simulator (npm run start:simulator). */
-    GATEWAY_BASE_URL: z.string().url().default('http://127.0.0.1:8010'),
+    GATEWAY_BASE_URL: z.string().url().default(simulatorBaseUrl),
+    /**
+     * A real Asaas account (README, "Pointing the service at the Asaas sandbox"): `sandbox` or
+     * `production` picks Asaas's documented base URL (asaasBaseUrls) while GATEWAY_BASE_URL is left
+     * unset; an explicit GATEWAY_BASE_URL always wins.
+     */
+    GATEWAY_ASAAS_ENVIRONMENT: z.enum(['sandbox', 'production']).optional(),
+    /** The account's API key (Asaas: `access_token` header). */
     GATEWAY_API_KEY: z.string().min(1).max(255).default('sim-api-key'),
-    /** The token the gateway sends in `gateway-access-token` on every webhook. */
+    /**
+     * The token the gateway sends on every webhook and validation request: the authToken set on the
+     * webhook at Asaas (32 to 255 characters there), checked in constant time in the header
+     * GATEWAY_WEBHOOK_TOKEN_HEADER and in the interface's `gateway-access-token`.
+     */
     GATEWAY_WEBHOOK_TOKEN: z.string().min(8).max(255).default('sim-webhook-token'),
+    /** The header the gateway itself sends the webhook token in (Asaas: `asaas-access-token`). */
+    GATEWAY_WEBHOOK_TOKEN_HEADER: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9-]{0,99}$/, 'must be a lower-case header name')
+      .default('asaas-access-token'),
+    /**
+     * The URL registered at the gateway for its transfer validation ("Mechanism for validating
+     * transfers via webhooks"); unset: http://HOST:PORT/api/v1/webhooks/transfer/validate. `npm start`
+     * points the simulator's validation at it.
+     */
+    GATEWAY_VALIDATION_URL: z.string().url().optional(),
+    /**
+     * Gateway reads a validation request without the webhook token may cause, per source address
+     * per minute (docs/settlement.md, "Anonymous validation requests"); past it the request answers
+     * 503 without reading. Authenticated requests (the gateway's token) are never counted.
+     */
+    GATEWAY_VALIDATION_ANON_READS_PER_MINUTE: z.coerce.number().int().min(0).max(100_000).default(30),
+    /** Risk flags anonymous validation requests may raise per window (10 minutes), all sources together; one per source and reason. */
+    GATEWAY_VALIDATION_ANON_FLAGS_PER_WINDOW: z.coerce.number().int().min(0).max(100_000).default(20),
     GATEWAY_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     /**
      * The URL the gateway delivers events to, set on a webhook by PUT /api/v1/redemption/webhook/configure
@@ -458,6 +491,28 @@ export const configSchema = z
   });
 
 export type Config = z.infer<typeof configSchema>;
+
+/**
+ * Asaas's documented API base URLs (without `/v3`, which the client adds): the sandbox and
+ * production environments (https://docs.asaas.com/docs/authentication-2, "Sandbox" and
+ * "Production"; the API reference's servers api-sandbox.asaas.com/v3 and api.asaas.com/v3).
+ */
+export const asaasBaseUrls = { sandbox: 'https://api-sandbox.asaas.com', production: 'https://api.asaas.com' } as const;
+
+/** The gateway base URL a process uses: GATEWAY_BASE_URL when set, else Asaas's for GATEWAY_ASAAS_ENVIRONMENT, else the simulator's. */
+export function gatewayBaseUrl(config: Pick<Config, 'GATEWAY_BASE_URL' | 'GATEWAY_ASAAS_ENVIRONMENT'>): string {
+  if (config.GATEWAY_ASAAS_ENVIRONMENT !== undefined && config.GATEWAY_BASE_URL === simulatorBaseUrl) {
+    return asaasBaseUrls[config.GATEWAY_ASAAS_ENVIRONMENT];
+  }
+  return config.GATEWAY_BASE_URL;
+}
+
+/** The URL the gateway's transfer validation is sent to: GATEWAY_VALIDATION_URL, else this service's own route. */
+export function gatewayValidationUrl(config: Pick<Config, 'GATEWAY_VALIDATION_URL' | 'HOST' | 'PORT'>): string {
+  if (config.GATEWAY_VALIDATION_URL !== undefined) return config.GATEWAY_VALIDATION_URL;
+  const host = config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST;
+  return `http://${host}:${config.PORT}/api/v1/webhooks/transfer/validate`;
+}
 
 export class ConfigError extends Error {
   readonly problems: readonly string[];

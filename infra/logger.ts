@@ -9,9 +9,11 @@ import { traceFields } from './trace-context.ts';
 export const redactedPaths = [
   'req.headers.authorization',
   'req.headers["gateway-access-token"]',
+  'req.headers["asaas-access-token"]',
   'req.headers.cookie',
   'headers.authorization',
   'headers["gateway-access-token"]',
+  'headers["asaas-access-token"]',
   'password',
   '*.password',
   'access_token',

@@ -70,7 +70,9 @@ async function main(): Promise<void> {
   const embeddedPostgres = config.DATABASE_URL === undefined;
   const embeddedTemporal = config.TEMPORAL_ADDRESS === undefined;
   // No gateway configured: run the simulator beside the service, each pointed at the other.
-  const simulator = process.env.GATEWAY_BASE_URL === undefined || process.env.GATEWAY_BASE_URL === '' ? loadSimulatorConfig() : null;
+  // A real gateway: GATEWAY_BASE_URL, or an Asaas environment (GATEWAY_ASAAS_ENVIRONMENT); else the simulator.
+  const realGateway = (process.env.GATEWAY_BASE_URL ?? '') !== '' || (process.env.GATEWAY_ASAAS_ENVIRONMENT ?? '') !== '';
+  const simulator = realGateway ? null : loadSimulatorConfig();
   const simulatorUrl = simulator === null ? null : `http://${simulator.host}:${simulator.port}`;
   if (simulatorUrl !== null) env.GATEWAY_BASE_URL = simulatorUrl;
   const childConfig = (): ReturnType<typeof loadConfig> => loadConfig(env);
@@ -252,11 +254,11 @@ async function main(): Promise<void> {
           SIMULATOR_API_KEY: config.GATEWAY_API_KEY,
           SIMULATOR_WEBHOOK_TOKEN: config.GATEWAY_WEBHOOK_TOKEN,
           SIMULATOR_WEBHOOK_URL: `${base}/api/v1/redemption/webhook/gateway`,
-          SIMULATOR_VALIDATION_URL: `${base}/api/v1/webhooks/transfer/validate`,
+          SIMULATOR_VALIDATION_URL: config.GATEWAY_VALIDATION_URL ?? `${base}/api/v1/webhooks/transfer/validate`,
           SIMULATOR_STATE_FILE: process.env.SIMULATOR_STATE_FILE ?? path.join(dataDir, 'gateway-simulator.sqlite'),
         }),
       });
-      say(`gateway: the simulator on ${simulatorUrl} (set GATEWAY_BASE_URL for a real gateway)`);
+      say(`gateway: the simulator on ${simulatorUrl} (set GATEWAY_ASAAS_ENVIRONMENT or GATEWAY_BASE_URL for a real gateway)`);
     }
     // The worker as production starts it: with the workflow-thread guard preloaded.
     await supervisor.start({

@@ -269,7 +269,7 @@ function listingPhase(kind: 'transfer' | 'bill' | 'payment'): AuditPhase {
             outcome: payoutOutcome(t.status),
             amountMinor: t.amountMinor,
             externalReference: t.externalReference,
-            dateCreated: t.dateCreated,
+            dateCreated: t.dateCreated ?? '',
           });
         }
       } else {

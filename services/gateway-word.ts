@@ -14,7 +14,9 @@ import {
 } from '../gateway/index.ts';
 import { findChargeForPayment, type ChargeRow } from '../db/charges.ts';
 import type { Pool } from '../db/pool.ts';
+import { claimPayout, findOpenPayoutIntent, recordFoundPayout } from '../db/payout-intents.ts';
 import { findRedemptionForTransfer, type RedemptionRow } from '../db/redemptions.ts';
+import type { AnonymousValidationGuard } from './validation-guard.ts';
 import { raiseRiskFlag } from '../db/risk-flags.ts';
 import { DomainError } from '../src/errors.ts';
 
@@ -31,7 +33,8 @@ import { DomainError } from '../src/errors.ts';
  *   CONTRADICTED in the inbox; it moves money only as far as the gateway's own status does (a
  *   TRANSFER_FAILED about a transfer the gateway holds DONE settles the redemption: the gateway
  *   says the money went out);
- * - a transfer validation is decided on the gateway's copy of the transfer.
+ * - a payout validation (transfer or bill payment) is decided on our payout intents first, then on
+ *   the gateway's copy, and approves one payout per redemption (`decidePayoutValidation`).
  *
  * A gateway that cannot be reached is a retryable failure (the caller retries; the webhook
  * workflow ends DEAD after its attempts, the validation answers 503 so the gateway asks again); a
@@ -104,7 +107,7 @@ export type TransferEventVerdict =
 
 /**
  * `rail` says which resource the event is about: `pix` a transfer (TRANSFER_* events), `boleto` a
- * bill payment (BILL_PAYMENT_* events), read back with `getTransfer` or `getBillPayment`. An event
+ * bill payment (BILL_* events), read back with `getTransfer` or `getBillPayment`. An event
  * of the other rail than its redemption's moves nothing.
  */
 export async function verifyTransferEvent(
@@ -146,6 +149,23 @@ export async function verifyTransferEvent(
       redemption,
       reason: `${what} ${transfer.id} is not the payout redemption ${redemption.id} waits for (${redemption.gateway_transfer_id}); the gateway audit reports a second payout`,
     };
+  }
+  if (redemption.gateway_transfer_id === null) {
+    // The redemption recorded no payout (its creation's answer was lost): an event can make one
+    // its payout only if it pays the redemption's amount to its destination and the gateway says
+    // it is paid; it is then recorded before anything moves. A failure of a payout the redemption
+    // never recorded moves nothing (a refused rogue transfer would otherwise fail it).
+    const expectedMinor = redemption.amount_minor - redemption.fee_minor;
+    if (transfer.amountMinor !== expectedMinor || destinationOf(transfer) !== redemption.destination) {
+      return { kind: 'not_its_transfer', redemption, reason: `${what} ${transfer.id} names redemption ${redemption.id} but does not pay its amount to its destination` };
+    }
+    if (payoutOutcome(transfer.status) !== 'paid') {
+      return { kind: 'not_its_transfer', redemption, reason: `${what} ${transfer.id} is not the recorded payout of redemption ${redemption.id} and is not paid: it decides nothing` };
+    }
+    const recorded = await recordFoundPayout(pool, redemption.id, transfer.id, transfer.status);
+    if (recorded.gateway_transfer_id !== transfer.id) {
+      return { kind: 'not_its_transfer', redemption, reason: `${what} ${transfer.id} is not the payout redemption ${redemption.id} recorded (${recorded.gateway_transfer_id ?? 'none'})` };
+    }
   }
   if (!payoutEventContradicts(event.status, transfer.status)) return { kind: 'act', redemption, transfer, contradiction: null };
   const reason = `the event says ${event.status}; the gateway says ${what} ${transfer.id} is ${transfer.status}`;
@@ -199,73 +219,197 @@ export async function verifyPaymentEvent(
     : { kind: 'act', charge, paymentId: payment.id, status: payment.status, contradiction };
 }
 
-/** How long a validation request waits for the gateway's copy of the transfer: the gateway waits for our answer. */
+/** How long a validation request waits for the gateway's copy of the payout: the gateway waits for our answer. */
 export const validationReadTimeoutMs = 3000;
 
+/** Who asked for a validation: with the gateway's token (`authenticated`) or without, from `source` (the client address). */
+export interface ValidationCaller {
+  authenticated: boolean;
+  source: string;
+}
+
+/** A payout the gateway asks us to authorize: a transfer (`type: TRANSFER`) or a bill payment (`type: BILL`). */
+export type PresentedPayout = { rail: 'pix'; payout: GatewayTransfer } | { rail: 'boleto'; payout: GatewayBillPayment };
+
+export interface ValidationDecision {
+  answer: TransferValidationAnswer;
+  contradiction: Contradiction | null;
+  /** False when the decision was made on the request's own copy (the gateway could not be read in time). */
+  verified: boolean;
+  /** Whether the gateway was read for this decision (the tests count them). */
+  gatewayRead: boolean;
+  /** The risk flag raised, if any. */
+  riskFlagId: string | null;
+}
+
+function destinationOf(payout: GatewayTransfer | GatewayBillPayment): string | null {
+  return 'identificationField' in payout ? payout.identificationField : payout.pixAddressKey;
+}
+
 /**
- * The transfer validation (the gateway's synchronous authorization before it pays out), decided
- * on the gateway's own copy of the transfer, read with our API key: APPROVED only for a payout
- * this service created and still expects (redemption PENDING_PAYMENT), for the same amount and
- * Pix key, which the gateway still holds PENDING. A request whose transfer differs from the
- * gateway's copy, or names a transfer the gateway does not know, is REFUSED and flagged.
+ * The payout validation (the gateway's synchronous authorization before money leaves the
+ * account: Asaas's "Mechanism for validating transfers via webhooks"), in this order:
  *
- * When the gateway's copy cannot be read in time (its API down while its validation caller is
- * not): a request that came with the gateway's token (`authenticated`) is decided on the copy it
- * carries, as the gateway's own word; one without (the dual flow's authorization, which the spec
- * lets anyone send) answers 503 GATEWAY_UNAVAILABLE, a failed attempt the gateway repeats. Either
- * way the answer only matters to the gateway that asked: a forged request approves nothing.
+ * 1. Our own records first: the payout's `externalReference` must name a redemption waiting for
+ *    its payout whose current attempt recorded its intent (db/payout-intents.ts), on the same rail.
+ *    Anything else is REFUSED without reading the gateway.
+ * 2. The gateway's own copy, read with our API key: a request without the gateway's token spends
+ *    its source's read budget first (503 once spent: a real gateway asks again); a copy that
+ *    differs from the request is REFUSED and flagged.
+ * 3. The intent's amount and destination, the gateway's status PENDING.
+ * 4. The claim (`claimPayout`): the first payout approved for the intent is recorded, with the
+ *    redemption's `gateway_transfer_id`, before the answer leaves; any other payout for the same
+ *    redemption is REFUSED and flagged high (a second payout naming the redemption: whoever holds
+ *    the API key can create one).
+ *
+ * Flags raised for unauthenticated requests go through the guard (one per source and reason in a
+ * window, bounded). When the gateway cannot be read in time, an authenticated request is decided
+ * on the copy it carries (the gateway's own word); an unauthenticated one answers 503.
  */
-export async function decideTransferValidation(
-  deps: GatewayWordDeps,
-  presented: GatewayTransfer,
-  options: { authenticated: boolean },
-): Promise<{ answer: TransferValidationAnswer; contradiction: Contradiction | null; verified: boolean }> {
-  const { pool, gateway } = deps;
+export async function decidePayoutValidation(
+  deps: GatewayWordDeps & { guard: AnonymousValidationGuard },
+  presented: PresentedPayout,
+  caller: ValidationCaller,
+): Promise<ValidationDecision> {
+  const { pool, gateway, guard } = deps;
+  const what = presented.rail === 'boleto' ? 'bill payment' : 'transfer';
+  const payoutId = presented.payout.id;
   let verified = true;
-  const refuse = (reason: string, contradiction: Contradiction | null = null) => ({
-    answer: { status: 'REFUSED' as const, refuseReason: reason.slice(0, 500) },
-    contradiction,
-    verified,
-  });
-  let found: Read<GatewayTransfer>;
-  try {
-    found = await read('transfer', presented.id, () => gateway.getTransfer(presented.id, { signal: AbortSignal.timeout(validationReadTimeoutMs) }));
-  } catch {
-    if (!options.authenticated) throw new DomainError('GATEWAY_UNAVAILABLE', 'the gateway could not be asked for the transfer in time; ask again');
-    verified = false;
-    found = { kind: 'found', resource: presented };
-  }
-  const contradict = (gatewayStatus: string | null, reason: string, tokenId: string | null) =>
-    flagContradiction(pool, {
-      dedupeKey: `validation-contradiction:${presented.id}`,
+  let gatewayRead = false;
+  let contradiction: Contradiction | null = null;
+  let riskFlagId: string | null = null;
+  const decision = (answer: TransferValidationAnswer): ValidationDecision => ({ answer, contradiction, verified, gatewayRead, riskFlagId });
+  const refuse = (reason: string): ValidationDecision => decision({ status: 'REFUSED', refuseReason: reason.slice(0, 500) });
+
+  /** A flag about this request: deduplicated by the guard for an unauthenticated caller, per payout for the gateway's own. */
+  const flag = async (kind: string, reason: string, tokenId: string | null, severity: 'medium' | 'high'): Promise<void> => {
+    const dedupeKey = caller.authenticated ? `validation-${kind}:${payoutId}` : guard.admitFlag(caller.source, kind);
+    if (dedupeKey === null) return;
+    const raised = await raiseRiskFlag(pool, {
+      flagType: 'WEBHOOK_CONTRADICTS_GATEWAY',
+      severity,
+      subjectPubkey: null,
       tokenId,
-      eventStatus: presented.status,
-      gatewayStatus,
-      reason,
-      details: { transfer_id: presented.id, presented_reference: presented.externalReference, presented_amount_minor: presented.amountMinor.toString() },
+      dedupeKey,
+      details: {
+        kind,
+        reason,
+        rail: presented.rail,
+        payout_id: payoutId.slice(0, 100),
+        presented_reference: presented.payout.externalReference?.slice(0, 100) ?? null,
+        presented_amount_minor: presented.payout.amountMinor.toString(),
+        authenticated: caller.authenticated,
+        source: caller.authenticated ? null : caller.source.slice(0, 100),
+      },
     });
-  if (found.kind === 'unknown') return refuse(found.reason, await contradict(null, found.reason, null));
-  const transfer = found.resource;
+    riskFlagId = raised.id;
+  };
+
+  // 1. Our own records: an open payout intent under this reference, or nothing to read.
+  const open = await findOpenPayoutIntent(pool, presented.payout.externalReference);
+  if (open === null || open.redemption.rail !== presented.rail) {
+    const reason = open === null ? `the ${what}'s reference is not one of our open payout intents` : `redemption ${open.redemption.id} pays out over ${open.redemption.rail}`;
+    await flag(caller.authenticated ? 'payout_not_ours' : 'unknown_reference', reason, open?.redemption.token_id ?? null, caller.authenticated ? 'high' : 'medium');
+    return refuse(reason);
+  }
+  const { redemption, intent } = open;
+
+  // 2. The gateway's copy.
+  if (!caller.authenticated && !guard.takeRead(caller.source)) {
+    throw new DomainError('GATEWAY_UNAVAILABLE', 'too many validation requests without the gateway token from this address: ask again later');
+  }
+  let found: Read<GatewayTransfer | GatewayBillPayment>;
+  try {
+    gatewayRead = true;
+    const options = { signal: AbortSignal.timeout(validationReadTimeoutMs) };
+    found = await read<GatewayTransfer | GatewayBillPayment>(what, payoutId, () => (presented.rail === 'boleto' ? gateway.getBillPayment(payoutId, options) : gateway.getTransfer(payoutId, options)));
+  } catch {
+    if (!caller.authenticated) throw new DomainError('GATEWAY_UNAVAILABLE', `the gateway could not be asked for the ${what} in time; ask again`);
+    verified = false;
+    found = { kind: 'found', resource: presented.payout };
+  }
+  if (found.kind === 'unknown') {
+    await flag('unknown_to_gateway', found.reason, redemption.token_id, caller.authenticated ? 'high' : 'medium');
+    return refuse(found.reason);
+  }
+  const payout = found.resource;
   const differs =
-    transfer.amountMinor !== presented.amountMinor
+    payout.amountMinor !== presented.payout.amountMinor
       ? 'amount'
-      : transfer.pixAddressKey !== presented.pixAddressKey
+      : destinationOf(payout) !== destinationOf(presented.payout)
         ? 'destination'
-        : transfer.externalReference !== presented.externalReference
+        : payout.externalReference !== presented.payout.externalReference
           ? 'reference'
           : null;
   if (differs !== null) {
-    const reason = `the request's transfer differs from the gateway's copy (${differs})`;
-    return refuse(reason, await contradict(transfer.status, reason, null));
+    const reason = `the request's ${what} differs from the gateway's copy (${differs})`;
+    if (caller.authenticated) {
+      contradiction = await flagContradiction(pool, {
+        dedupeKey: `validation-contradiction:${payoutId}`,
+        tokenId: redemption.token_id,
+        eventStatus: presented.payout.status,
+        gatewayStatus: payout.status,
+        reason,
+        details: { payout_id: payoutId, presented_reference: presented.payout.externalReference, presented_amount_minor: presented.payout.amountMinor.toString() },
+      });
+      riskFlagId = contradiction.riskFlagId;
+    } else {
+      await flag('contradiction', reason, redemption.token_id, 'medium');
+    }
+    return refuse(reason);
   }
-  const redemption = await findRedemptionForTransfer(pool, transfer.id, transfer.externalReference);
-  if (redemption === null) return refuse('unknown transfer');
-  if (redemption.status !== 'PENDING_PAYMENT') return refuse(`redemption is ${redemption.status}`);
-  if (redemption.gateway_transfer_id !== null && redemption.gateway_transfer_id !== transfer.id) return refuse('another transfer is expected');
-  if (transfer.externalReference !== redemption.id) return refuse('the transfer is not this redemption\'s');
-  if (transfer.status !== 'PENDING') return refuse(`the gateway holds the transfer ${transfer.status}`);
-  const expectedMinor = redemption.amount_minor - redemption.fee_minor;
-  if (transfer.amountMinor !== expectedMinor) return refuse(`amount ${formatWireDecimal(transfer.amountMinor)} differs from ${formatWireDecimal(expectedMinor)}`);
-  if (transfer.pixAddressKey !== redemption.destination) return refuse('destination differs');
-  return { answer: { status: 'APPROVED' }, contradiction: null, verified };
+
+  // 3. The intent's amount and destination, a payout still waiting at the gateway.
+  if (payout.status !== 'PENDING') return refuse(`the gateway holds the ${what} ${payout.gatewayStatus}`);
+  if (payout.amountMinor !== intent.amount_minor) {
+    const reason = `amount ${formatWireDecimal(payout.amountMinor)} differs from ${formatWireDecimal(intent.amount_minor)}`;
+    await flag('wrong_payout', reason, redemption.token_id, 'high');
+    return refuse(reason);
+  }
+  // The redemption's own record too: a payout must match both what the activity meant to ask for
+  // and what the redemption is owed.
+  if (destinationOf(payout) !== intent.destination || destinationOf(payout) !== redemption.destination) {
+    await flag('wrong_payout', 'destination differs', redemption.token_id, 'high');
+    return refuse('destination differs');
+  }
+  if (payout.amountMinor !== redemption.amount_minor - redemption.fee_minor) {
+    const reason = `amount ${formatWireDecimal(payout.amountMinor)} differs from ${formatWireDecimal(redemption.amount_minor - redemption.fee_minor)}`;
+    await flag('wrong_payout', reason, redemption.token_id, 'high');
+    return refuse(reason);
+  }
+
+  // 4. One payout per redemption: the first approved is claimed before the answer leaves.
+  const claim = await claimPayout(pool, { redemptionId: redemption.id, payoutId: payout.id });
+  if (!claim.claimed) {
+    // A real payout at the gateway (its copy was read) naming a redemption that has its own: a
+    // second payout, whoever created it. Flagged per payout whoever asked: the gateway bounds them.
+    const raised = await raiseRiskFlag(pool, {
+      flagType: 'WEBHOOK_CONTRADICTS_GATEWAY',
+      severity: 'high',
+      subjectPubkey: null,
+      tokenId: redemption.token_id,
+      dedupeKey: `second-payout:${payout.id}`,
+      details: {
+        kind: 'second_payout_refused',
+        rail: presented.rail,
+        redemption_id: redemption.id,
+        payout_id: payout.id,
+        claimed_payout_id: claim.claimedPayoutId,
+        reason: claim.reason,
+        authenticated: caller.authenticated,
+      },
+    });
+    riskFlagId = raised.id;
+    return refuse(claim.reason);
+  }
+  return decision({ status: 'APPROVED' });
+}
+
+/** The transfer validation of a Pix payout (kept for its callers): `decidePayoutValidation` on a transfer. */
+export function decideTransferValidation(
+  deps: GatewayWordDeps & { guard: AnonymousValidationGuard },
+  presented: GatewayTransfer,
+  caller: ValidationCaller,
+): Promise<ValidationDecision> {
+  return decidePayoutValidation(deps, { rail: 'pix', payout: presented }, caller);
 }

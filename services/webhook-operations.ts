@@ -274,7 +274,7 @@ export function createWebhookOperations(deps: WebhookOperationsDeps) {
     },
 
     /**
-     * Subscribes a webhook to every PAYMENT and TRANSFER event, with our URL and token, enabled and
+     * Subscribes a webhook to every event the service reads (gateway/types.ts `webhookEvents`: payment, transfer and bill events, each a name Asaas documents), with our URL and token, enabled and
      * not interrupted. A gateway write made here rather than in an activity: its operation-log
      * entry is opened before the call and closed after, so a crash leaves it STARTED, not missing.
      */

@@ -28,7 +28,7 @@ export const simulatorEnvSchema = z
     SIMULATOR_PAYMENT_WEBHOOK_URL_PIX: httpUrl.optional(),
     SIMULATOR_PAYMENT_WEBHOOK_URL_BOLETO: httpUrl.optional(),
     SIMULATOR_TRANSFER_WEBHOOK_URL: httpUrl.optional(),
-    /** Sent as `gateway-access-token` on every webhook and validation request. */
+    /** Sent as `asaas-access-token` (Asaas's header) on every webhook and validation request. */
     SIMULATOR_WEBHOOK_TOKEN: z.string().min(1).max(255).default('sim-webhook-token'),
     SIMULATOR_WEBHOOK_TIMEOUT_MS: durationMs(120_000).default(10_000),
     SIMULATOR_WEBHOOK_RETRY_BASE_MS: durationMs(3_600_000).default(1_000),

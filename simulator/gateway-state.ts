@@ -1,10 +1,11 @@
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { wireValueFromMinor } from '../gateway/money.ts';
-import type { BillingType, BillPaymentEvent, BillPaymentStatus, PaymentEvent, PaymentStatus, PixAddressKeyType, TransferEvent, TransferStatus } from '../gateway/types.ts';
+import type { AsaasBillStatus, BillingType, BillPaymentEvent, PaymentEvent, PaymentStatus, PixAddressKeyType, TransferEvent, TransferStatus } from '../gateway/types.ts';
 import {
   transferValidationAnswerSchema,
   type BillPaymentEventWire,
+  type BillValidationRequestWire,
   type PaymentEventWire,
   type TransferEventWire,
   type TransferValidationRequestWire,
@@ -108,7 +109,8 @@ interface TransferRecord {
 
 interface BillPaymentRecord {
   id: string;
-  status: BillPaymentStatus;
+  /** Asaas's own word (PAID when paid), as the wire carries it. */
+  status: AsaasBillStatus;
   valueMinor: bigint;
   feeMinor: bigint;
   identificationField: string;
@@ -281,8 +283,9 @@ export class GatewayState {
       resumed += 1;
     }
     for (const bill of this.#billPayments.values()) {
-      if (bill.status !== 'PENDING' && bill.status !== 'BANK_PROCESSING') continue;
-      this.#scheduleBillProcessing(bill);
+      if (bill.status === 'PENDING') this.#scheduleBillValidation(bill, 1);
+      else if (bill.status === 'BANK_PROCESSING') this.#scheduleBillProcessing(bill);
+      else continue;
       resumed += 1;
     }
     return resumed;
@@ -549,8 +552,9 @@ export class GatewayState {
 
   /**
    * Pays a boleto from the account: debits value + fee at once (given back if it fails), answers
-   * PENDING with BILL_PAYMENT_CREATED, and then processes it on its own (no validation request):
-   * BANK_PROCESSING at once, DONE when `autoSettle` (else a control completes or fails it). A line
+   * PENDING with BILL_CREATED, asks the validation URL about it (`type: "BILL"`, as a transfer),
+   * and once approved processes it: BANK_PROCESSING, PAID when `autoSettle` (else a control
+   * completes or fails it). A line
    * that carries an amount is paid that amount only (400 `invalid_value` otherwise).
    */
   createBillPayment(input: BillPaymentCreate, idempotencyKey: string | null, fingerprint: string): Created<BillPaymentWire> {
@@ -581,8 +585,8 @@ export class GatewayState {
       this.#save('billPayment', bill);
       this.#saveBalance();
       this.#remember('bill', idempotencyKey, fingerprint, bill.id);
-      this.#emitBillPayment('BILL_PAYMENT_CREATED', bill);
-      this.#scheduleBillProcessing(bill);
+      this.#emitBillPayment('BILL_CREATED', bill);
+      this.#scheduleBillValidation(bill, 1);
       return { resource: billPaymentWire(bill), replayed: false };
     });
   }
@@ -629,7 +633,7 @@ export class GatewayState {
       this.#balanceMinor += bill.valueMinor + bill.feeMinor;
       this.#save('billPayment', bill);
       this.#saveBalance();
-      this.#emitBillPayment('BILL_PAYMENT_CANCELLED', bill);
+      this.#emitBillPayment('BILL_CANCELLED', bill);
       return billPaymentWire(bill);
     });
   }
@@ -737,21 +741,68 @@ export class GatewayState {
   }
 
   #emitPayment(event: PaymentEvent, payment: PaymentRecord): void {
-    const body: PaymentEventWire = { id: eventId(), event, dateCreated: this.#eventTime(), payment: paymentWire(payment) };
-    this.#options.dispatcher.publish({ id: body.id, event, resourceId: payment.id, billingType: payment.billingType, body: JSON.stringify(body) });
+    const id = eventId();
+    const body: PaymentEventWire = { id, event, dateCreated: this.#eventTime(), payment: paymentWire(payment) };
+    this.#options.dispatcher.publish({ id, event, resourceId: payment.id, billingType: payment.billingType, body: JSON.stringify(body) });
   }
 
   #emitTransfer(event: TransferEvent, transfer: TransferRecord): void {
-    const body: TransferEventWire = { id: eventId(), event, dateCreated: this.#eventTime(), transfer: transferWire(transfer) };
-    this.#options.dispatcher.publish({ id: body.id, event, resourceId: transfer.id, billingType: null, body: JSON.stringify(body) });
+    const id = eventId();
+    const body: TransferEventWire = { id, event, dateCreated: this.#eventTime(), transfer: transferWire(transfer) };
+    this.#options.dispatcher.publish({ id, event, resourceId: transfer.id, billingType: null, body: JSON.stringify(body) });
   }
 
   #emitBillPayment(event: BillPaymentEvent, bill: BillPaymentRecord): void {
-    const body: BillPaymentEventWire = { id: eventId(), event, dateCreated: this.#eventTime(), bill: billPaymentWire(bill) };
-    this.#options.dispatcher.publish({ id: body.id, event, resourceId: bill.id, billingType: null, body: JSON.stringify(body) });
+    const id = eventId();
+    const body: BillPaymentEventWire = { id, event, dateCreated: this.#eventTime(), bill: billPaymentWire(bill) };
+    this.#options.dispatcher.publish({ id, event, resourceId: bill.id, billingType: null, body: JSON.stringify(body) });
   }
 
-  /** A bill payment's own path: to the bank at once (BANK_PROCESSING), paid at once when auto-settling. */
+  /**
+   * A bill payment's validation, as a transfer's (Asaas validates every cash-out once the mechanism
+   * is on: https://docs.asaas.com/docs/mecanismo-para-validacao-de-transferencias): `{type: "BILL",
+   * bill}` to the validation URL after the same delay; APPROVED sends it to the bank, REFUSED
+   * cancels it, and `validationAttempts` failed attempts cancel it. No validation URL: straight to
+   * the bank.
+   */
+  #scheduleBillValidation(bill: BillPaymentRecord, attempt: number): void {
+    const { validationUrl, validationDelayMs } = this.#options;
+    if (validationUrl === null) {
+      this.#scheduleBillProcessing(bill);
+      return;
+    }
+    this.#after(validationDelayMs, async () => {
+      if (bill.status !== 'PENDING' || this.#billPayments.get(bill.id) !== bill) return;
+      const signal = this.#abort.signal;
+      const request: BillValidationRequestWire = { type: 'BILL', bill: billPaymentWire(bill) };
+      const answer = await this.#askValidation(validationUrl, request, signal);
+      if (signal.aborted || bill.status !== 'PENDING' || this.#billPayments.get(bill.id) !== bill) return;
+      if (answer.kind === 'APPROVED') {
+        this.#logValidation({ transferId: bill.id, attempt, outcome: 'APPROVED', httpStatus: answer.httpStatus, error: null });
+        this.#scheduleBillProcessing(bill);
+      } else if (answer.kind === 'REFUSED') {
+        this.#logValidation({ transferId: bill.id, attempt, outcome: 'REFUSED', httpStatus: answer.httpStatus, error: null });
+        this.#cancelBill(bill, answer.reason);
+      } else {
+        this.#logValidation({ transferId: bill.id, attempt, outcome: 'FAILED', httpStatus: answer.httpStatus, error: answer.error });
+        if (attempt >= this.#options.validationAttempts) this.#cancelBill(bill, `bill payment validation failed after ${attempt} attempts (last: ${answer.error})`);
+        else this.#scheduleBillValidation(bill, attempt + 1);
+      }
+    });
+  }
+
+  #cancelBill(bill: BillPaymentRecord, reason: string): void {
+    bill.status = 'CANCELLED';
+    bill.failReason = reason.slice(0, 500);
+    this.#balanceMinor += bill.valueMinor + bill.feeMinor;
+    this.#store.atomically(() => {
+      this.#save('billPayment', bill);
+      this.#saveBalance();
+      this.#emitBillPayment('BILL_CANCELLED', bill);
+    });
+  }
+
+  /** A bill payment's own path once validated: to the bank at once (BANK_PROCESSING), paid at once when auto-settling. */
   #scheduleBillProcessing(bill: BillPaymentRecord): void {
     this.#after(0, async () => {
       if (this.#billPayments.get(bill.id) !== bill) return;
@@ -759,7 +810,7 @@ export class GatewayState {
         if (bill.status === 'PENDING') {
           bill.status = 'BANK_PROCESSING';
           this.#save('billPayment', bill);
-          this.#emitBillPayment('BILL_PAYMENT_BANK_PROCESSING', bill);
+          this.#emitBillPayment('BILL_BANK_PROCESSING', bill);
         }
         if (bill.status !== 'BANK_PROCESSING') return;
         if (this.#options.billPaymentFails?.() === true) this.#refuseBill(bill, 'the bank refused the bill payment (injected fault)');
@@ -775,16 +826,16 @@ export class GatewayState {
     this.#store.atomically(() => {
       this.#save('billPayment', bill);
       this.#saveBalance();
-      this.#emitBillPayment('BILL_PAYMENT_FAILED', bill);
+      this.#emitBillPayment('BILL_FAILED', bill);
     });
   }
 
   #payBill(bill: BillPaymentRecord): void {
-    bill.status = 'DONE';
+    bill.status = 'PAID';
     bill.paymentDate = this.#today();
     this.#store.atomically(() => {
       this.#save('billPayment', bill);
-      this.#emitBillPayment('BILL_PAYMENT_DONE', bill);
+      this.#emitBillPayment('BILL_PAID', bill);
     });
   }
 
@@ -829,7 +880,7 @@ export class GatewayState {
       transfer.validationAttempts = attempt;
       this.#save('transfer', transfer);
       const signal = this.#abort.signal;
-      const answer = await this.#askValidation(validationUrl, transfer, signal);
+      const answer = await this.#askValidation(validationUrl, { type: 'TRANSFER', transfer: transferWire(transfer) }, signal);
       // The transfer may have been completed or failed by a control, or the state reset, meanwhile.
       if (signal.aborted || transfer.status !== 'PENDING' || this.#transfers.get(transfer.id) !== transfer) return;
       if (answer.kind === 'APPROVED') {
@@ -851,11 +902,10 @@ export class GatewayState {
 
   async #askValidation(
     url: string,
-    transfer: TransferRecord,
+    body: TransferValidationRequestWire | BillValidationRequestWire,
     closeSignal: AbortSignal,
   ): Promise<{ kind: 'APPROVED'; httpStatus: number } | { kind: 'REFUSED'; httpStatus: number; reason: string } | { kind: 'FAILED'; httpStatus: number | null; error: string }> {
     const fetchImpl = this.#options.fetch ?? globalThis.fetch;
-    const body: TransferValidationRequestWire = { type: 'TRANSFER', transfer: transferWire(transfer) };
     try {
       const response = await fetchImpl(url, {
         method: 'POST',
@@ -896,7 +946,8 @@ export class GatewayState {
   #settle(transfer: TransferRecord): void {
     const now = this.#now();
     transfer.status = 'DONE';
-    transfer.effectiveDate = now.toISOString().slice(0, 10);
+    // A datetime since Asaas's changelog of 2024-04-15 ("YYYY-MM-DD HH:mm:ss").
+    transfer.effectiveDate = now.toISOString().slice(0, 19).replace('T', ' ');
     // E + ISPB (8) + yyyyMMddHHmm + 11 characters: the shape of a Pix end-to-end id.
     transfer.endToEndIdentifier = `E99999999${now.toISOString().replace(/\D/g, '').slice(0, 12)}${randomAlnum(11)}`;
     this.#store.atomically(() => {
@@ -991,28 +1042,51 @@ export function lineAmountMinor(line: string): bigint | null {
   return amount === null || amount === 0n ? null : amount;
 }
 
+/** "03399.77779 29900.000000 04751.101017 1 81510000002990": a digitable line as Asaas writes it (https://docs.asaas.com/docs/bill-events). */
+export function formatDigitableLine(line: string): string {
+  if (line.length === 47) {
+    return `${line.slice(0, 5)}.${line.slice(5, 10)} ${line.slice(10, 15)}.${line.slice(15, 21)} ${line.slice(21, 26)}.${line.slice(26, 32)} ${line.slice(32, 33)} ${line.slice(33)}`;
+  }
+  // A collection slip: four blocks of 11 digits, each with its check digit.
+  return `${line.slice(0, 12)} ${line.slice(12, 24)} ${line.slice(24, 36)} ${line.slice(36)}`;
+}
+
+/** A bill payment shaped as Asaas's bill events and "Pay a bill" answers (https://docs.asaas.com/docs/bill-events). */
 function billPaymentWire(bill: BillPaymentRecord): BillPaymentWire {
   return {
     object: 'bill',
     id: bill.id,
     status: bill.status,
-    dateCreated: bill.dateCreated,
     value: wireValueFromMinor(bill.valueMinor),
-    fee: wireValueFromMinor(bill.feeMinor),
-    identificationField: bill.identificationField,
+    discount: 0,
+    interest: 0,
+    fine: 0,
+    identificationField: formatDigitableLine(bill.identificationField),
+    dueDate: null,
+    scheduleDate: bill.dateCreated,
     paymentDate: bill.paymentDate,
-    failReason: bill.failReason,
-    transactionReceiptUrl: bill.status === 'DONE' ? `${publicBase}/comprovantes/bill/${bill.id}` : null,
+    fee: wireValueFromMinor(bill.feeMinor),
     description: bill.description,
+    companyName: null,
+    transactionReceiptUrl: bill.status === 'PAID' ? `${publicBase}/comprovantes/bill/${bill.id}` : null,
+    canBeCancelled: bill.status === 'PENDING',
+    failReasons: bill.failReason,
     externalReference: bill.externalReference,
+    dateCreated: bill.dateCreated,
   };
 }
 
+/**
+ * A Pix transfer shaped as Asaas's transfer events, validation request and transfer reads
+ * (https://docs.asaas.com/docs/transfer-events, "Example of JSON to be received for bank transfers
+ * via Pix"): `type` BANK_ACCOUNT, `operationType` PIX, the key inside `bankAccount`,
+ * `effectiveDate` a datetime once carried out, `externalReference` as created.
+ */
 function transferWire(transfer: TransferRecord): TransferWire {
   return {
     object: 'transfer',
     id: transfer.id,
-    type: 'PIX',
+    type: 'BANK_ACCOUNT',
     dateCreated: transfer.dateCreated,
     value: wireValueFromMinor(transfer.valueMinor),
     netValue: wireValueFromMinor(transfer.valueMinor - transfer.feeMinor),
@@ -1024,10 +1098,19 @@ function transferWire(transfer: TransferRecord): TransferWire {
     authorized: transfer.authorized,
     failReason: transfer.failReason,
     transactionReceiptUrl: transfer.status === 'DONE' ? `${publicBase}/comprovantes/${transfer.id}` : null,
+    bankAccount: {
+      bank: { ispb: '00000000', code: null, name: null },
+      accountName: null,
+      ownerName: null,
+      cpfCnpj: null,
+      agency: null,
+      agencyDigit: null,
+      account: null,
+      accountDigit: null,
+      pixAddressKey: transfer.pixAddressKey,
+    },
     operationType: 'PIX',
     description: transfer.description,
     externalReference: transfer.externalReference,
-    pixAddressKey: transfer.pixAddressKey,
-    pixAddressKeyType: transfer.pixAddressKeyType,
   };
 }

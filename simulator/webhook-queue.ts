@@ -525,7 +525,7 @@ export function webhookDefinitionsFromConfig(config: {
   const pix = (event: WebhookEvent, billingType: BillingType | null): boolean => isPayment(event) && billingType === 'PIX';
   const boleto = (event: WebhookEvent, billingType: BillingType | null): boolean => isPayment(event) && billingType === 'BOLETO';
   // Payout events: Pix transfers and bill payments (the boleto rail's payouts).
-  const transfer = (event: WebhookEvent): boolean => event.startsWith('TRANSFER_') || event.startsWith('BILL_PAYMENT_');
+  const transfer = (event: WebhookEvent): boolean => event.startsWith('TRANSFER_') || event.startsWith('BILL_');
   const definitions: WebhookDefinition[] = [];
   if (config.paymentWebhookUrlPix !== null) {
     definitions.push({ id: `wh_payment_pix${suffix}`, name: 'Pix charges', url: config.paymentWebhookUrlPix, accepts: pix });

@@ -115,7 +115,7 @@ export async function redemptionWebhookRoutes(app: FastifyInstance): Promise<voi
     {
       schema: {
         tags,
-        summary: 'Subscribe a webhook to every PAYMENT and TRANSFER event, with our URL and token, enabled and not interrupted',
+        summary: "Subscribe a webhook to every event the service reads (Asaas's PAYMENT_*, TRANSFER_* and BILL_* names), with our URL and token, enabled and not interrupted",
         description:
           'Sets GATEWAY_WEBHOOK_URL and the webhook token (never returned) on the webhook. Unlike a backoff removal, the gateway resumes a queue set not interrupted at once and keeps its penalty count until a delivery succeeds.',
         security,

@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { finishInboxEvent, storeInboxEvent, type InboxRow } from '../../db/inbox.ts';
 import { recordWebhookAuthRefusal } from '../../db/webhook-monitor.ts';
 import { classifyGatewayWebhook, type TransferValidationAnswer } from '../../gateway/index.ts';
-import { decideTransferValidation } from '../../services/gateway-word.ts';
+import { decidePayoutValidation } from '../../services/gateway-word.ts';
+import { createAnonymousValidationGuard } from '../../services/validation-guard.ts';
 import { settledOnArrival } from '../../services/webhook-intake.ts';
 import { DomainError } from '../../src/errors.ts';
 import type { webhookEventWorkflow } from '../../workflows/webhook-event.ts';
@@ -28,6 +29,20 @@ export function secretMatches(presented: unknown, expected: string | undefined):
   return timingSafeEqual(a, b) && presented.length === expected.length;
 }
 
+/** The interface's header for the gateway's webhook token (the gateway's own is configured: GATEWAY_WEBHOOK_TOKEN_HEADER). */
+export const interfaceWebhookTokenHeader = 'gateway-access-token';
+
+/**
+ * Whether a request carries the gateway's webhook token in the gateway's header or the
+ * interface's. Both headers are compared every time (no early exit on the first), each in
+ * constant time, so the answer's timing says nothing about which header or how much matched.
+ */
+export function gatewayTokenMatches(headers: Record<string, string | string[] | undefined>, gatewayHeader: string, expected: string): boolean {
+  const own = secretMatches(headers[gatewayHeader.toLowerCase()], expected);
+  const ours = secretMatches(headers[interfaceWebhookTokenHeader], expected);
+  return own || ours;
+}
+
 const ackResponse = z
   .object({ received: z.literal(true), event_id: z.string(), duplicate: z.boolean() })
   .meta({ id: 'WebhookAck' });
@@ -41,9 +56,18 @@ const gatewayPaymentEventExample = {
   payment: { id: 'pay_8f3a2c1e9b7d', status: 'RECEIVED', value: 150.0, externalReference: 'c3a1f0e2-5b7d-5e9a-8c4b-1d2e3f4a5b6c', billingType: 'PIX' },
 };
 const gatewayTransferEventExample = {
-  id: 'evt_9a8b7c6d5e4f',
+  id: 'evt_05b708f961d739ea7eba7e4db318f621&368604920',
   event: 'TRANSFER_DONE',
-  transfer: { id: 'tra_4b7e9c2a1f3d', status: 'DONE', value: 25.0, externalReference: '7e4d2c1b-9a8f-4e6d-b5c3-2a1f0e9d8c7b', pixAddressKey: '123e4567-e89b-42d3-a456-556642440000' },
+  transfer: {
+    object: 'transfer',
+    id: '777eb7c8-b1a2-4356-8fd8-a1b0644b5282',
+    status: 'DONE',
+    type: 'BANK_ACCOUNT',
+    operationType: 'PIX',
+    value: 25.0,
+    externalReference: '7e4d2c1b-9a8f-4e6d-b5c3-2a1f0e9d8c7b',
+    bankAccount: { pixAddressKey: '123e4567-e89b-42d3-a456-556642440000' },
+  },
 };
 const anyJsonObject = z.record(z.string(), z.unknown()).describe('the provider payload, stored as received');
 
@@ -76,8 +100,18 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     throw new DomainError('WEBHOOK_UNAUTHORIZED', `missing or invalid ${header}`);
   }
 
-  function requireGatewayToken(request: FastifyRequest): Promise<void> {
-    return requireToken('gateway', request.headers['gateway-access-token'], config.GATEWAY_WEBHOOK_TOKEN, 'gateway-access-token');
+  /**
+   * The gateway's token, in the gateway's own header (GATEWAY_WEBHOOK_TOKEN_HEADER, Asaas's
+   * `asaas-access-token`) or in the interface's `gateway-access-token`: both compared, each in
+   * constant time, whichever is present (docs/gateway-wire-api.md, "Authentication").
+   */
+  function gatewayTokenPresented(request: FastifyRequest): boolean {
+    return gatewayTokenMatches(request.headers, config.GATEWAY_WEBHOOK_TOKEN_HEADER, config.GATEWAY_WEBHOOK_TOKEN);
+  }
+
+  async function requireGatewayToken(request: FastifyRequest): Promise<void> {
+    if (gatewayTokenPresented(request)) return;
+    await requireToken('gateway', undefined, config.GATEWAY_WEBHOOK_TOKEN, `${config.GATEWAY_WEBHOOK_TOKEN_HEADER} (or gateway-access-token)`);
   }
 
   function eventIdOf(body: Record<string, unknown>, raw: string): string {
@@ -104,19 +138,37 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     return { received: true, event_id: eventId, duplicate };
   }
 
+  /** Budgets of what validation requests without the gateway's token may cost (services/validation-guard.ts). */
+  const guard = createAnonymousValidationGuard({
+    readsPerMinute: config.GATEWAY_VALIDATION_ANON_READS_PER_MINUTE,
+    flagsPerWindow: config.GATEWAY_VALIDATION_ANON_FLAGS_PER_WINDOW,
+  });
+
   /**
-   * A transfer validation (the gateway's authorization before it pays out), decided on the
-   * gateway's own copy of the transfer (services/gateway-word.ts): the body is only a hint.
+   * A payout validation (the gateway's authorization before it pays out: a TRANSFER or a BILL),
+   * decided on our payout intents first and then on the gateway's own copy
+   * (services/gateway-word.ts `decidePayoutValidation`): the body is only a hint. Any other
+   * cash-out type is refused: this service makes none.
    */
-  async function validateTransfer(request: FastifyRequest, authenticated: boolean): Promise<TransferValidationAnswer> {
+  async function validatePayout(request: FastifyRequest, authenticated: boolean): Promise<TransferValidationAnswer> {
     const classified = classifyGatewayWebhook(request.body);
-    if (classified.kind !== 'transfer_validation') return { status: 'REFUSED', refuseReason: 'not a transfer validation request' };
-    const { answer, contradiction, verified } = await decideTransferValidation({ pool, gateway }, classified.transfer, { authenticated });
-    if (!verified) request.log.warn({ transfer_id: classified.transfer.id }, "transfer validation decided on the request's copy: the gateway could not be read");
-    if (answer.status === 'REFUSED') {
-      request.log.warn({ transfer_id: classified.transfer.id, reason: answer.refuseReason, risk_flag_id: contradiction?.riskFlagId }, 'transfer validation refused');
+    const presented =
+      classified.kind === 'transfer_validation'
+        ? { rail: 'pix' as const, payout: classified.transfer }
+        : classified.kind === 'bill_validation'
+          ? { rail: 'boleto' as const, payout: classified.billPayment }
+          : null;
+    if (presented === null) {
+      const reason = classified.kind === 'unknown' ? classified.reason : `${classified.kind} is not a validation request`;
+      request.log.warn({ reason, authenticated }, 'validation request refused: not a transfer or bill payment of ours');
+      return { status: 'REFUSED', refuseReason: `not a payout this service makes (${reason})`.slice(0, 500) };
     }
-    return answer;
+    const decision = await decidePayoutValidation({ pool, gateway, guard }, presented, { authenticated, source: request.ip });
+    const log = { payout_id: presented.payout.id, rail: presented.rail, authenticated, gateway_read: decision.gatewayRead };
+    if (!decision.verified) request.log.warn(log, "payout validation decided on the request's copy: the gateway could not be read");
+    if (decision.answer.status === 'REFUSED') request.log.warn({ ...log, reason: decision.answer.refuseReason, risk_flag_id: decision.riskFlagId }, 'payout validation refused');
+    else request.log.info(log, 'payout validation approved');
+    return decision.answer;
   }
 
   async function startProcessing(row: InboxRow): Promise<void> {
@@ -141,7 +193,7 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
           tags: ['webhooks'],
           summary: `Gateway payment events (${rail}): token checked, stored, acknowledged at once, processed after`,
           description:
-            "For the payment gateway, not for clients. The header `gateway-access-token` must hold the configured webhook token (401 `WEBHOOK_UNAUTHORIZED` otherwise). The raw body is stored in the inbox, unique by the event's id (a redelivery is acknowledged with `duplicate: true` and not processed again), the request is answered at once, and a workflow (`webhook-gateway-<event_id>`) applies the event to its charge (docs/charges.md).",
+            "For the payment gateway, not for clients. The gateway's header `asaas-access-token` (GATEWAY_WEBHOOK_TOKEN_HEADER) or the interface's `gateway-access-token` must hold the configured webhook token, compared in constant time (401 `WEBHOOK_UNAUTHORIZED` otherwise). The raw body is stored in the inbox, unique by the event's id (a redelivery is acknowledged with `duplicate: true` and not processed again), the request is answered at once, and a workflow (`webhook-gateway-<event_id>`) applies the event to its charge (docs/charges.md).",
           body: anyJsonObject,
           requestExample: { body: gatewayPaymentEventExample },
           response: { 200: ackResponse, 401: errorResponse, ...standardErrors },
@@ -160,10 +212,10 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         tags: ['webhooks'],
         summary:
-          'Dual flow: a body with `type` and no `event` is a synchronous authorization (no token; a TRANSFER is decided on the gateway\'s own copy of the transfer, ' +
-          'any other type answered APPROVED); a body with `event` is a notification (token required, stored, checked against the gateway, processed)',
+          'Dual flow: a body with `type` and no `event` is a synchronous authorization (no token required; a TRANSFER or BILL is decided on our payout intents, then on the gateway\'s copy; ' +
+          'any other type REFUSED); a body with `event` is a notification (token required, stored, checked against the gateway, processed)',
         description:
-          "For the payment gateway, not for clients. A body with `type` and no `event` is the gateway's synchronous authorization of an operation, answered without a token and never with a 401 (a 401 would make the gateway refuse the transfer): a TRANSFER is decided as /webhooks/transfer/validate decides it, on the gateway's own copy of the transfer read with our API key (503 when the gateway cannot be read in time: it asks again); any other type is answered APPROVED. A body with `event` is a notification: the header `gateway-access-token` is required (401 otherwise), the event is stored in the inbox and processed by a workflow, as for the payment webhooks, which reads the transfer or payment back from the gateway and acts on the gateway's status; an event the gateway contradicts is stored CONTRADICTED and flagged (docs/settlement.md).",
+          "For the payment gateway, not for clients. A body with `type` and no `event` is the gateway's synchronous authorization of a cash-out (Asaas's validation request), answered without requiring a token and never with a 401 (a 401 would make the gateway refuse the payout): a TRANSFER or a BILL is decided as /webhooks/transfer/validate decides it, first on our own records (a payout whose `externalReference` is not one of our open payout intents is REFUSED without reading the gateway), then on the gateway's own copy read with our API key, and one payout per redemption is approved (the first, claimed before the answer leaves; any other REFUSED and flagged). A request without the gateway's token spends its address's budgets: gateway reads per minute (503 `GATEWAY_UNAVAILABLE` once spent, or when the gateway cannot be read in time: the gateway asks again) and risk flags, one per address and reason in a window; one with the token (`asaas-access-token` or `gateway-access-token`) is the gateway's own. Any other type is REFUSED: this service makes no other cash-out. A body with `event` is a notification: the token is required in `asaas-access-token` or `gateway-access-token` (401 otherwise), the event is stored in the inbox (keyed by its `id`, or by the SHA-256 of its body when it has none) and processed by a workflow, as for the payment webhooks, which reads the transfer, bill payment or payment back from the gateway and acts on the gateway's status; an event the gateway contradicts is stored CONTRADICTED and flagged (docs/settlement.md).",
         body: anyJsonObject,
         requestExample: { body: gatewayTransferEventExample },
         response: { 200: z.union([ackResponse, validationAnswer]), 401: errorResponse, 503: errorResponse, ...standardErrors },
@@ -172,13 +224,12 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const body = request.body;
       if (!('event' in body) && 'type' in body) {
-        // Authentication 5: no token here, and never a 401 (it would make the gateway refuse the
-        // operation). A TRANSFER authorization is a payout leaving our account: it is decided like
-        // /webhooks/transfer/validate, on the gateway's own copy of the transfer read with our API
-        // key, so a body without the token can approve nothing the gateway does not hold for us.
-        if (body.type === 'TRANSFER') return validateTransfer(request, false);
-        request.log.info({ type: String(body.type).slice(0, 50) }, 'synchronous gateway authorization approved');
-        return { status: 'APPROVED' as const };
+        // Authentication 5: no token required here, and never a 401 (it would make the gateway
+        // refuse the operation). A request that carries the gateway's token is the gateway's own;
+        // one without is decided on our payout intents first and spends its address's budgets
+        // (services/validation-guard.ts). A TRANSFER or a BILL is a payout leaving our account,
+        // decided like /webhooks/transfer/validate decides it; any other cash-out type is refused.
+        return validatePayout(request, gatewayTokenPresented(request));
       }
       await requireGatewayToken(request);
       return ingest(request, 'redemption/gateway');
@@ -194,7 +245,7 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
           'Gateway transfer validation: APPROVED only for a payout this service created and still expects, same amount and destination, ' +
           "decided on the gateway's own copy of the transfer (503 when the gateway cannot be read: it asks again)",
         description:
-          "For the payment gateway, not for clients: it asks about 5 s after a payout is created whether to carry it out. The header `gateway-access-token` is required. The decision is made on the gateway's own copy of the transfer, read with our API key: APPROVED only when the transfer is the one a PENDING_PAYMENT redemption expects, still PENDING at the gateway, with the same amount and Pix destination; anything else is REFUSED with the reason (three refusals and the gateway cancels the transfer), and a request whose transfer differs from the gateway's copy is also flagged (WEBHOOK_CONTRADICTS_GATEWAY). When the gateway cannot be read in time the request's own copy decides.",
+          "For the payment gateway, not for clients: it asks about 5 s after a payout (a transfer, `type: TRANSFER`, or a bill payment, `type: BILL`) is created whether to carry it out (Asaas's \"Mechanism for validating transfers via webhooks\"). The token is required in the gateway's header `asaas-access-token` (GATEWAY_WEBHOOK_TOKEN_HEADER) or in `gateway-access-token`. APPROVED only for the payout a PENDING_PAYMENT redemption recorded its intent for (its `externalReference` is the redemption id; anything else REFUSED without reading the gateway), as the gateway's own copy read with our API key shows it: still PENDING, the intent's amount and destination (the Pix key in `bankAccount.pixAddressKey`, or the boleto's digitable line), and the first payout approved for the redemption (claimed atomically before the answer leaves; any other payout for the same redemption is REFUSED and flagged). Anything else is REFUSED with the reason (three refusals and the gateway cancels the payout); a request that differs from the gateway's copy is also flagged (WEBHOOK_CONTRADICTS_GATEWAY). When the gateway cannot be read in time the request's own copy decides.",
         body: anyJsonObject,
         requestExample: { body: { type: 'TRANSFER', transfer: gatewayTransferEventExample.transfer } },
         response: { 200: validationAnswer, 401: errorResponse, 503: errorResponse, ...standardErrors },
@@ -202,7 +253,7 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request): Promise<TransferValidationAnswer> => {
       await requireGatewayToken(request);
-      return validateTransfer(request, true);
+      return validatePayout(request, true);
     },
   );
 

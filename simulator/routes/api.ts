@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { paymentStatuses, pixAddressKeyTypes, transferStatuses, webhookEvents } from '../../gateway/types.ts';
+import { documentedWebhookEvents, paymentStatuses, pixAddressKeyTypes, transferStatuses } from '../../gateway/types.ts';
 import {
   wireHeaders,
   wireMoney,
@@ -87,7 +87,7 @@ export const webhookUpdateBody = z.object({
   email: z.string().max(254).optional(),
   enabled: z.boolean().optional(),
   interrupted: z.boolean().optional(),
-  events: z.array(z.enum(webhookEvents)).max(webhookEvents.length * 2).optional(),
+  events: z.array(z.enum(documentedWebhookEvents)).max(documentedWebhookEvents.length * 2).optional(),
   authToken: z.string().min(1).max(255).optional(),
 });
 

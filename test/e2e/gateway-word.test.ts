@@ -232,7 +232,9 @@ describe('money moves on the gateway\'s word', () => {
     const unknown = await post('/redemption/webhook/gateway', { type: 'TRANSFER', transfer: { ...transfer, id: randomUUID() } }, {});
     expect(unknown.statusCode).toBe(200);
     expect(unknown.json()).toMatchObject({ status: 'REFUSED', refuseReason: expect.stringMatching(/the gateway does not know transfer/) });
-    expect((await post('/redemption/webhook/gateway', { type: 'BILL' }, {})).json()).toEqual({ status: 'APPROVED' });
+    // Any other cash-out is refused: this service makes none (a BILL without its bill, a QR code payment).
+    expect((await post('/redemption/webhook/gateway', { type: 'BILL' }, {})).json()).toMatchObject({ status: 'REFUSED' });
+    expect((await post('/redemption/webhook/gateway', { type: 'PIX_QR_CODE', pixQrCode: {} }, {})).json()).toMatchObject({ status: 'REFUSED' });
     h.simulator.state.completeTransfer(transfer.id);
     expect(await h.t.temporal.workflow.getHandle(opened.workflow_id).result()).toMatchObject({ status: 'SETTLED' });
   });

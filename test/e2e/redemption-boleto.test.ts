@@ -7,7 +7,7 @@ import { replayAndRecord } from '../support/histories.ts';
 
 /**
  * Boleto redemptions end to end (docs/settlement.md "Boleto payouts"): API -> redemption workflow
- * -> gateway simulator (a bill payment, its BILL_PAYMENT_* webhooks, read back by the webhook's
+ * -> gateway simulator (a bill payment, its BILL_* webhooks (Asaas's bill events), read back by the webhook's
  * gateway word) -> settlement or reversal, with real Temporal and PostgreSQL.
  */
 let h: SettlementHarness;
@@ -58,7 +58,14 @@ describe('boleto redemptions through the gateway', () => {
     expect(result).toMatchObject({ status: 'SETTLED', state: { status: 'SETTLED' } });
     const paid = bills(opened.redemption_id);
     expect(paid).toHaveLength(1);
-    expect(paid[0]).toMatchObject({ status: 'DONE', identificationField: line, value: Number(payout) / 100 });
+    // Asaas's words: PAID, the line written with dots and spaces, our redemption as its reference.
+    expect(paid[0]).toMatchObject({ status: 'PAID', value: Number(payout) / 100, externalReference: opened.redemption_id });
+    expect(paid[0]?.identificationField.replace(/[. ]/g, '')).toBe(line);
+    expect(paid[0]?.identificationField).toMatch(/ /);
+    // The gateway validated the bill payment (type BILL) and the service approved it once, claimed for the redemption.
+    expect(h.simulator.state.snapshot(500).validations.filter((v) => v.transferId === paid[0]?.id).map((v) => v.outcome)).toEqual(['APPROVED']);
+    const claimed = await h.t.db.pool.query('SELECT claimed_payout_id FROM payout_intents WHERE redemption_id = $1', [opened.redemption_id]);
+    expect(claimed.rows).toEqual([{ claimed_payout_id: paid[0]?.id }]);
     expect(h.simulator.state.balanceMinor).toBe(balanceBefore - payout);
     const followed = (await h.t.app.inject({ method: 'GET', url: opened.status_url })).json();
     expect(followed).toMatchObject({ status: 'SETTLED', rail: 'boleto', gateway_status: 'DONE', gateway_transfer_id: paid[0]?.id });
@@ -70,8 +77,8 @@ describe('boleto redemptions through the gateway', () => {
     expect(await balance(b)).toMatchObject({ available: '0.00', pending: '0.00' });
     expect(await snapshotOf(h.t.db.pool, 'system:world', 'AVAILABLE')).toBe(worldBefore + payout);
     expect(await findViolations(h.t.db.pool)).toEqual([]);
-    // The bill's DONE event went through the inbox and was verified against the gateway.
-    const event = await h.t.db.pool.query(`SELECT event_id FROM webhook_inbox WHERE event_type = 'BILL_PAYMENT_DONE' AND raw_body::jsonb -> 'bill' ->> 'id' = $1`, [
+    // The bill's BILL_PAID event went through the inbox and was verified against the gateway.
+    const event = await h.t.db.pool.query(`SELECT event_id FROM webhook_inbox WHERE event_type = 'BILL_PAID' AND raw_body::jsonb -> 'bill' ->> 'id' = $1`, [
       paid[0]?.id,
     ]);
     expect(event.rows).toHaveLength(1);
@@ -88,7 +95,7 @@ describe('boleto redemptions through the gateway', () => {
     expect(response.statusCode, response.body).toBe(200);
     expect(await h.t.temporal.workflow.getHandle(response.json().workflow_id).result()).toMatchObject({ status: 'SETTLED' });
     // An open line is paid the payout: 10.00 less the fee.
-    expect(bills(response.json().redemption_id)).toMatchObject([{ status: 'DONE', value: Number(await payoutOf(b, '10.00')) / 100 }]);
+    expect(bills(response.json().redemption_id)).toMatchObject([{ status: 'PAID', value: Number(await payoutOf(b, '10.00')) / 100 }]);
   });
 
   it('a bill payment the bank refuses fails the redemption and reverts the PLC, redeemable again', async () => {
@@ -110,7 +117,7 @@ describe('boleto redemptions through the gateway', () => {
     } finally {
       h.simulator.faults.update({ billPaymentFailRate: 0 });
     }
-    expect(bills(opened.redemption_id)).toMatchObject([{ status: 'FAILED', failReason: expect.stringContaining('refused') }]);
+    expect(bills(opened.redemption_id)).toMatchObject([{ status: 'FAILED', failReasons: expect.stringContaining('refused') }]);
     // The account got the money back; the ledger reverted the PLC to its issuer's promise.
     expect(h.simulator.state.balanceMinor).toBe(balanceBefore);
     expect((await h.t.app.inject({ method: 'GET', url: opened.status_url })).json()).toMatchObject({ status: 'FAILED', rail: 'boleto' });

@@ -86,9 +86,11 @@ describe('redemption faults', () => {
     await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.id}`).result();
     const row = await h.t.db.pool.query(`SELECT status, duplicates FROM webhook_inbox WHERE event_id = $1`, [event.id]);
     expect(row.rows[0]).toMatchObject({ status: 'IGNORED', duplicates: 1 });
-    // The synchronous authorization flow needs no token and is approved.
+    // The synchronous authorization flow needs no token and never answers 401; a bill payment
+    // nobody recorded an intent for is refused without a gateway read.
     const authorization = await h.t.app.inject({ method: 'POST', url: '/api/v1/redemption/webhook/gateway', payload: { type: 'BILL' } });
-    expect(authorization.json()).toEqual({ status: 'APPROVED' });
+    expect(authorization.statusCode).toBe(200);
+    expect(authorization.json()).toMatchObject({ status: 'REFUSED' });
   });
 
   it('stores the non-final transfer events IGNORED at once, starting no workflow; only the final one is processed', async () => {
@@ -155,17 +157,32 @@ describe('redemption faults', () => {
   });
 
   it('retries through gateway 5xx answers and lost responses without a second payout', async () => {
-    await faults({ apiLostResponseRate: 1 });
+    // The gateway creates the transfer but its answer is lost (apiLostResponseRate 1 from that
+    // request on); every lookup after it is lost too, again and again; then it heals. The activity
+    // finds the transfer by its reference: no second one.
+    const gateway = h.t.app.deps.gateway;
+    const createTransfer = gateway.createTransfer.bind(gateway);
+    let creates = 0;
+    gateway.createTransfer = async (input, options) => {
+      creates += 1;
+      await faults({ apiLostResponseRate: 1 });
+      return createTransfer(input, options);
+    };
     const { plc, bearer } = await transferable(400n);
-    const response = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(plc, bearer, pixKey) });
-    expect(response.statusCode).toBe(200);
-    // The gateway creates the transfer but the answer is lost, again and again; then it heals.
-    await waitFor(() => payoutsOf(plc.commitment.tokenId).length === 1, { what: 'the payout whose answer was lost' });
-    await activityTried(response.json().workflow_id, 3);
+    let response;
+    try {
+      response = await h.t.app.inject({ method: 'POST', url: '/api/v1/redeem/', headers: device, payload: redeemBody(plc, bearer, pixKey) });
+      expect(response.statusCode).toBe(200);
+      await waitFor(() => payoutsOf(plc.commitment.tokenId).length === 1, { what: 'the payout whose answer was lost' });
+      await activityTried(response.json().workflow_id, 3);
+    } finally {
+      gateway.createTransfer = createTransfer;
+    }
     await fetch(`${h.t.config.GATEWAY_BASE_URL}/sim/faults`, { method: 'DELETE' });
     const result = await h.t.temporal.workflow.getHandle(response.json().workflow_id).result();
     expect(result).toMatchObject({ status: 'SETTLED' });
     expect(payoutsOf(plc.commitment.tokenId)).toHaveLength(1);
+    expect(creates).toBe(1);
 
     await faults({ apiErrorRate: 1 });
     const second = await transferable(300n);

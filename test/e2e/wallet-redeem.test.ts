@@ -105,7 +105,9 @@ describe('the wallet program redeems through the real server', () => {
     const answer = await ok(dirs.b, 'redeem', '--token', tokenId, '--boleto', printed);
     const redemptionId = field(answer, 'redemption_id');
     const bill = (await waitFor(() => redemptionOf(redemptionId), (r) => r.gateway_transfer_id !== null)).gateway_transfer_id!;
-    expect(h.simulator.state.getBillPayment(bill)).toMatchObject({ identificationField: line, status: 'BANK_PROCESSING', value: Number(payout) / 100 });
+    // Validated (type BILL), then at the bank; Asaas writes the line with dots and spaces, as printed.
+    await waitFor(async () => h.simulator.state.getBillPayment(bill), (current) => current.status === 'BANK_PROCESSING');
+    expect(h.simulator.state.getBillPayment(bill)).toMatchObject({ identificationField: printed, status: 'BANK_PROCESSING', value: Number(payout) / 100 });
     h.simulator.state.completeBillPayment(bill);
     await waitFor(() => redemptionOf(redemptionId), (r) => r.status === 'SETTLED');
     const settled = await ok(dirs.b, 'status', '--token', tokenId);

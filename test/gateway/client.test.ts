@@ -33,7 +33,7 @@ function newCharge(billingType: 'PIX' | 'BOLETO', amountMinor: bigint, dueDate: 
  * cancels it: the transfer, once its TRANSFER_CANCELLED event has arrived.
  */
 async function cancelledPayout(referencePrefix: 'refuse' | 'fail', pixAddressKey: string, pixAddressKeyType: 'PHONE' | 'EVP') {
-  const transfer = await client.createTransfer({ idempotencyKey: unique('payout'), amountMinor: 100n, pixAddressKey, pixAddressKeyType, externalReference: unique(referencePrefix) });
+  const transfer = await client.createTransfer({ amountMinor: 100n, pixAddressKey, pixAddressKeyType, externalReference: unique(referencePrefix) });
   await receiver.waitFor(() => receiver.events().some((e) => e.event === 'TRANSFER_CANCELLED' && e.transfer?.id === transfer.id), 3_000, 'TRANSFER_CANCELLED');
   return transfer;
 }
@@ -216,7 +216,6 @@ describe('gateway client: money on the wire', () => {
     for (const amountMinor of [1_234_567_890n, 1n, 99n, 100n, 9_999_999_999_999n]) {
       sentBodies.length = 0;
       const transfer = await client.createTransfer({
-        idempotencyKey: unique('amount'),
         amountMinor,
         pixAddressKey: 'payee@example.com',
         pixAddressKeyType: 'EMAIL',
@@ -263,7 +262,6 @@ describe('gateway client: errors', () => {
 
     const badKey = await expectGatewayError(
       client.createTransfer({
-        idempotencyKey: unique('key'),
         amountMinor: 100n,
         pixAddressKey: '11111111111',
         pixAddressKeyType: 'CPF',
@@ -290,7 +288,7 @@ describe('gateway client: errors', () => {
     );
     expect(zero).toMatchObject({ code: 'INVALID_REQUEST', retryable: false, status: null });
     const noKey = await expectGatewayError(
-      client.createTransfer({ idempotencyKey: '', amountMinor: 1n, pixAddressKey: 'a@b.co', pixAddressKeyType: 'EMAIL', externalReference: 'x' }),
+      client.createTransfer({ amountMinor: 1n, pixAddressKey: '', pixAddressKeyType: 'EMAIL', externalReference: 'x' }),
     );
     expect(noKey.code).toBe('INVALID_REQUEST');
     const pathEscape = await expectGatewayError(client.getPayment('../customers/x'));
@@ -336,7 +334,6 @@ describe('gateway client: errors', () => {
 describe('gateway client: transfers and validation', () => {
   it('APPROVED: the transfer goes DONE and TRANSFER_DONE arrives with the token header', async () => {
     const transfer = await client.createTransfer({
-      idempotencyKey: unique('payout'),
       amountMinor: 4_321n,
       pixAddressKey: completeCpf('123456789'),
       pixAddressKeyType: 'CPF',
@@ -350,35 +347,45 @@ describe('gateway client: transfers and validation', () => {
       3_000,
       'TRANSFER_DONE',
     );
-    const validation = receiver.validations().find((v) => (v.body.transfer as { id: string }).id === transfer.id);
+    const validation = receiver.validations().find((v) => (v.body.transfer as { id: string } | undefined)?.id === transfer.id);
     expect(validation?.body.type).toBe('TRANSFER');
-    expect(validation?.headers['gateway-access-token']).toBe(webhookToken);
+    // Asaas's header (https://docs.asaas.com/docs/mechanism-for-validating-transfers-via-webhooks).
+    expect(validation?.headers['asaas-access-token']).toBe(webhookToken);
+    // The documented shape: the key inside bankAccount, the reference as created.
+    expect(validation?.body.transfer).toMatchObject({ bankAccount: { pixAddressKey: expect.any(String) }, externalReference: expect.any(String), operationType: 'PIX' });
+    expect((validation?.body.transfer as Record<string, unknown>).pixAddressKey).toBeUndefined();
     const events = receiver.events().filter((e) => e.transfer?.id === transfer.id);
     expect(events.map((e) => e.event)).toEqual(['TRANSFER_CREATED', 'TRANSFER_IN_BANK_PROCESSING', 'TRANSFER_DONE']);
-    expect(events.every((e) => e.headers['gateway-access-token'] === webhookToken)).toBe(true);
+    expect(events.every((e) => e.headers['asaas-access-token'] === webhookToken)).toBe(true);
     const done = await client.getTransfer(transfer.id);
-    expect(done).toMatchObject({ status: 'DONE', authorized: true });
+    expect(done).toMatchObject({ status: 'DONE', gatewayStatus: 'DONE', authorized: true, pixAddressKey: transfer.pixAddressKey });
+    // A datetime since Asaas's changelog of 2024-04-15.
+    expect(done.effectiveDate).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
     expect(done.endToEndIdentifier).toMatch(/^E\d{20}[a-z0-9]{11}$/);
   });
 
-  it('pays a boleto: a bill payment goes DONE without a validation, its events classify, idempotent by key', async () => {
+  it('pays a boleto: a bill payment is validated (type BILL), goes PAID (our DONE), its BILL_* events classify, the line with dots and spaces', async () => {
     const line = buildBoleto({ amountMinor: 2_500n, dueDate: dueInDays(10), freeField: '1234567890123456789012345' }).identificationField;
-    const input = { idempotencyKey: unique('bill'), amountMinor: 2_500n, identificationField: line, description: 'boleto payout', externalReference: unique('bill-ref') };
+    const input = { amountMinor: 2_500n, identificationField: line, description: 'boleto payout', externalReference: unique('bill-ref') };
     const bill = await client.createBillPayment(input);
     expect(bill).toMatchObject({ status: 'PENDING', amountMinor: 2_500n, feeMinor: 0n, identificationField: line, failReason: null });
-    expect(await client.createBillPayment(input)).toMatchObject({ id: bill.id });
-    await receiver.waitFor(() => receiver.events().some((e) => e.event === 'BILL_PAYMENT_DONE' && e.bill?.id === bill.id), 3_000, 'BILL_PAYMENT_DONE');
+    await receiver.waitFor(() => receiver.events().some((e) => e.event === 'BILL_PAID' && e.bill?.id === bill.id), 3_000, 'BILL_PAID');
     const events = receiver.events().filter((e) => e.bill?.id === bill.id);
-    expect(events.map((e) => e.event)).toEqual(['BILL_PAYMENT_CREATED', 'BILL_PAYMENT_BANK_PROCESSING', 'BILL_PAYMENT_DONE']);
-    expect(receiver.validations().some((v) => (v.body.transfer as { id?: string } | undefined)?.id === bill.id)).toBe(false);
-    const doneEvent = receiver.events().find((e) => e.event === 'BILL_PAYMENT_DONE' && e.bill?.id === bill.id);
+    expect(events.map((e) => e.event)).toEqual(['BILL_CREATED', 'BILL_BANK_PROCESSING', 'BILL_PAID']);
+    // Validated first, as Asaas validates every cash-out once the mechanism is on: `{type: "BILL", bill}`.
+    const validation = receiver.validations().find((v) => (v.body.bill as { id?: string } | undefined)?.id === bill.id);
+    expect(validation?.body.type).toBe('BILL');
+    expect(validation?.headers['asaas-access-token']).toBe(webhookToken);
+    const doneEvent = receiver.events().find((e) => e.event === 'BILL_PAID' && e.bill?.id === bill.id);
     const raw = receiver.requests.find((r) => r.body.id === doneEvent?.id);
-    expect(classifyGatewayWebhookText(raw!.text)).toMatchObject({ kind: 'bill_payment_event', event: 'BILL_PAYMENT_DONE', billPayment: { id: bill.id, status: 'DONE' } });
-    expect(await client.getBillPayment(bill.id)).toMatchObject({ status: 'DONE', paymentDate: expect.any(String) });
+    // Asaas's words on the wire: status PAID, the digitable line with dots and spaces.
+    expect(raw!.body.bill).toMatchObject({ status: 'PAID', identificationField: expect.stringMatching(/^\d{5}\.\d{5} \d{5}\.\d{6} \d{5}\.\d{6} \d \d{14}$/) });
+    expect(classifyGatewayWebhookText(raw!.text)).toMatchObject({ kind: 'bill_payment_event', event: 'BILL_PAID', billPayment: { id: bill.id, status: 'DONE', gatewayStatus: 'PAID', identificationField: line } });
+    expect(await client.getBillPayment(bill.id)).toMatchObject({ status: 'DONE', gatewayStatus: 'PAID', paymentDate: expect.any(String) });
     const listed = await client.listBillPayments({ externalReference: input.externalReference });
     expect(listed.items.map((b) => b.id)).toEqual([bill.id]);
     // A line written for another amount is refused: a bill is paid in full.
-    const other = await expectGatewayError(client.createBillPayment({ ...input, idempotencyKey: unique('bill'), amountMinor: 2_499n }));
+    const other = await expectGatewayError(client.createBillPayment({ ...input, amountMinor: 2_499n }));
     expect(other).toMatchObject({ status: 400, code: 'invalid_value', retryable: false });
     await expectGatewayError(client.getBillPayment('00000000-0000-4000-8000-000000000000')).then((e) => expect(e.code).toBe('not_found'));
   });
@@ -388,8 +395,8 @@ describe('gateway client: transfers and validation', () => {
     try {
       const before = simulator.state.balanceMinor;
       const line = buildBoleto({ amountMinor: 0n, dueDate: dueInDays(10), freeField: '5555544444333332222211111' }).identificationField;
-      const bill = await client.createBillPayment({ idempotencyKey: unique('bill'), amountMinor: 777n, identificationField: line, externalReference: unique('bill-ref') });
-      await receiver.waitFor(() => receiver.events().some((e) => e.event === 'BILL_PAYMENT_FAILED' && e.bill?.id === bill.id), 3_000, 'BILL_PAYMENT_FAILED');
+      const bill = await client.createBillPayment({ amountMinor: 777n, identificationField: line, externalReference: unique('bill-ref') });
+      await receiver.waitFor(() => receiver.events().some((e) => e.event === 'BILL_FAILED' && e.bill?.id === bill.id), 3_000, 'BILL_FAILED');
       expect(await client.getBillPayment(bill.id)).toMatchObject({ status: 'FAILED', failReason: expect.stringContaining('refused') });
       expect(simulator.state.balanceMinor).toBe(before);
     } finally {
@@ -400,21 +407,20 @@ describe('gateway client: transfers and validation', () => {
   it('REFUSED: the transfer is CANCELLED at once with the reason', async () => {
     const transfer = await cancelledPayout('refuse', '+5511987654321', 'PHONE');
     expect(await client.getTransfer(transfer.id)).toMatchObject({ status: 'CANCELLED', failReason: 'limit exceeded for this key' });
-    expect(receiver.validations().filter((v) => (v.body.transfer as { id: string }).id === transfer.id)).toHaveLength(1);
+    expect(receiver.validations().filter((v) => (v.body.transfer as { id: string } | undefined)?.id === transfer.id)).toHaveLength(1);
   });
 
   it('three failed validation attempts cancel the transfer', async () => {
     const transfer = await cancelledPayout('fail', '7d9f0335-8dcc-4054-9bf9-0dbd61d36906', 'EVP');
-    const attempts = receiver.validations().filter((v) => (v.body.transfer as { id: string }).id === transfer.id);
+    const attempts = receiver.validations().filter((v) => (v.body.transfer as { id: string } | undefined)?.id === transfer.id);
     expect(attempts).toHaveLength(3);
     const cancelled = await client.getTransfer(transfer.id);
     expect(cancelled.status).toBe('CANCELLED');
     expect(cancelled.failReason).toMatch(/3 attempts/);
   });
 
-  it('returns the same transfer for the same idempotency key', async () => {
+  it('sends no Idempotency-Key on a transfer (Asaas documents none): a second create is a second transfer, both found by their externalReference', async () => {
     const input = {
-      idempotencyKey: gatewayIdempotencyKey('payout', unique('redemption')),
       amountMinor: 200n,
       pixAddressKey: 'someone@example.com',
       pixAddressKeyType: 'EMAIL' as const,
@@ -422,10 +428,10 @@ describe('gateway client: transfers and validation', () => {
     };
     const first = await client.createTransfer(input);
     const again = await client.createTransfer(input);
-    expect(again.id).toBe(first.id);
-    const state = await control(baseUrl, 'GET', '/sim/state?limit=1000');
-    const transfers = state.transfers as { externalReference: string }[];
-    expect(transfers.filter((t) => t.externalReference === input.externalReference)).toHaveLength(1);
+    expect(again.id).not.toBe(first.id);
+    const listed = await client.listTransfers({ externalReference: input.externalReference });
+    expect(listed.items.map((t) => t.id)).toEqual([first.id, again.id]);
+    expect(listed.items.every((t) => t.externalReference === input.externalReference)).toBe(true);
   });
 });
 
@@ -436,7 +442,6 @@ describe('gateway client: listing transfers', () => {
     for (let i = 0; i < 3; i += 1) {
       made.push(
         await client.createTransfer({
-          idempotencyKey: unique('payout'),
           amountMinor: 100n + BigInt(i),
           pixAddressKey: 'someone@example.com',
           pixAddressKeyType: 'EMAIL',
@@ -486,7 +491,7 @@ describe('gateway client: webhooks and fault injection', () => {
     await receiver.waitFor(() => eventsFor(paymentId).length === 3, 15_000, 'three payment events');
     expect(eventsFor(paymentId).map((e) => e.event)).toEqual(['PAYMENT_CREATED', 'PAYMENT_RECEIVED', 'PAYMENT_CONFIRMED']);
     const raw = receiver.requests.find((r) => (r.body.payment as { id?: string } | undefined)?.id === paymentId && r.body.event === 'PAYMENT_RECEIVED');
-    expect(raw?.headers['gateway-access-token']).toBe(webhookToken);
+    expect(raw?.headers['asaas-access-token']).toBe(webhookToken);
     const classified = classifyGatewayWebhookText(raw?.text ?? '');
     expect(classified).toMatchObject({ kind: 'payment_event', event: 'PAYMENT_RECEIVED', payment: { id: paymentId, status: 'RECEIVED', amountMinor: 990n } });
   });

@@ -59,7 +59,7 @@ const transfer: TransferWire = {
   operationType: 'PIX',
   description: null,
   externalReference: 'payout-1',
-  pixAddressKey: 'a@b.co',
+  bankAccount: { pixAddressKey: 'a@b.co' },
   pixAddressKeyType: 'EMAIL',
 };
 
@@ -73,11 +73,15 @@ describe('classifyGatewayWebhook', () => {
     ['transfer failed with reason', { id: 'evt_4', event: 'TRANSFER_FAILED', dateCreated: 'x', transfer: { ...transfer, status: 'FAILED', failReason: 'invalid key' } }, { kind: 'transfer_event', event: 'TRANSFER_FAILED' }],
     ['transfer validation request', { type: 'TRANSFER', transfer }, { kind: 'transfer_validation' }],
     ['other authorization type', { type: 'BILL', bill: {} }, { kind: 'unknown', type: 'BILL', eventId: null }],
-    ['unsupported event keeps the payment id as a hint', { id: 'evt_5', event: 'PAYMENT_ANTICIPATED', payment }, { kind: 'unknown', eventId: 'evt_5', event: 'PAYMENT_ANTICIPATED', paymentId: payment.id }],
+    ['unsupported event keeps the payment id as a hint', { id: 'evt_5', event: 'PAYMENT_TELEPORTED', payment }, { kind: 'unknown', eventId: 'evt_5', event: 'PAYMENT_TELEPORTED', paymentId: payment.id }],
+    ['a documented event that announces no status of its own', { id: 'evt_5b', event: 'PAYMENT_BANK_SLIP_VIEWED', payment }, { kind: 'payment_event', event: 'PAYMENT_BANK_SLIP_VIEWED' }],
+    ['an event without id and dateCreated (Asaas shows both forms)', { event: 'TRANSFER_DONE', transfer: { ...transfer, status: 'DONE' } }, { kind: 'transfer_event', eventId: null, dateCreated: null, event: 'TRANSFER_DONE' }],
+    ['TRANSFER_BLOCKED', { id: 'evt_b', event: 'TRANSFER_BLOCKED', transfer: { ...transfer, status: 'BLOCKED' } }, { kind: 'transfer_event', event: 'TRANSFER_BLOCKED' }],
+    ['a transfer status nobody documented is UNKNOWN, not a parse failure', { id: 'evt_u', event: 'TRANSFER_PENDING', transfer: { ...transfer, status: 'AWAITING_SOMETHING' } }, { kind: 'transfer_event', transfer: expect.objectContaining({ status: 'UNKNOWN', gatewayStatus: 'AWAITING_SOMETHING' }) as never }],
     ['payment event without payment', { id: 'evt_6', event: 'PAYMENT_RECEIVED', dateCreated: 'x' }, { kind: 'unknown', eventId: 'evt_6', paymentId: null }],
     ['payment event with a float-polluted amount', { id: 'evt_7', event: 'PAYMENT_RECEIVED', dateCreated: 'x', payment: { ...payment, value: 0.1 + 0.2 } }, { kind: 'unknown', paymentId: payment.id }],
     ['payment event with NaN amount (inexact JSON number)', { id: 'evt_8', event: 'PAYMENT_RECEIVED', dateCreated: 'x', payment: { ...payment, value: Number.NaN } }, { kind: 'unknown' }],
-    ['payment event with an unknown status', { id: 'evt_9', event: 'PAYMENT_RECEIVED', dateCreated: 'x', payment: { ...payment, status: 'TELEPORTED' } }, { kind: 'unknown' }],
+    ['payment event with an unknown status: UNKNOWN (open), not a parse failure', { id: 'evt_9', event: 'PAYMENT_RECEIVED', dateCreated: 'x', payment: { ...payment, status: 'TELEPORTED' } }, { kind: 'payment_event', payment: expect.objectContaining({ status: 'UNKNOWN', gatewayStatus: 'TELEPORTED' }) as never }],
     ['transfer event under a payment name', { id: 'evt_10', event: 'PAYMENT_RECEIVED', dateCreated: 'x', transfer }, { kind: 'unknown', transferId: transfer.id }],
     ['event is not a string', { id: 'evt_11', event: 42 }, { kind: 'unknown', event: null }],
     ['neither event nor type', { id: 'evt_12' }, { kind: 'unknown', eventId: 'evt_12' }],
@@ -150,15 +154,19 @@ describe('payment status ordering', () => {
     expect(paymentStatuses.filter(isFailedPaymentStatus)).toEqual(['OVERDUE', 'REFUNDED', 'DELETED']);
   });
 
-  it('maps each event to the status it announces, in rank order of the lifecycle', () => {
-    expect(paymentStatusByEvent).toEqual({
+  it('maps each event a Pix or Boleto charge takes to the status it announces; the others announce none', () => {
+    expect(paymentStatusByEvent).toMatchObject({
       PAYMENT_CREATED: 'PENDING',
       PAYMENT_RECEIVED: 'RECEIVED',
       PAYMENT_CONFIRMED: 'CONFIRMED',
       PAYMENT_OVERDUE: 'OVERDUE',
       PAYMENT_REFUNDED: 'REFUNDED',
       PAYMENT_DELETED: 'DELETED',
+      PAYMENT_UPDATED: null,
+      PAYMENT_BANK_SLIP_VIEWED: null,
     });
+    // Every documented event is mapped (a missing key would be undefined, not null).
+    expect(Object.values(paymentStatusByEvent).every((status) => status === null || (paymentStatuses as readonly string[]).includes(status))).toBe(true);
   });
 });
 
@@ -192,11 +200,13 @@ describe('what a gateway status means (gateway/status.ts), asked by every path t
     expect(transferStatuses.map((status) => [status, payoutOutcome(status)])).toEqual([
       ['PENDING', 'open'],
       ['BANK_PROCESSING', 'open'],
+      ['BLOCKED', 'open'],
       ['DONE', 'paid'],
       ['FAILED', 'failed'],
       ['CANCELLED', 'failed'],
     ]);
     expect(payoutOutcome('SOMETHING_NEW')).toBe('open');
+    expect(payoutOutcome('UNKNOWN')).toBe('open');
   });
 
   it('paymentOutcome agrees with isPaidPaymentStatus and isFailedPaymentStatus, and an unknown status is open', () => {

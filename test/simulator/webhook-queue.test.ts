@@ -171,7 +171,6 @@ describe('simulator webhook queue', () => {
       externalReference: 'route-boleto',
     });
     const transfer = await client.createTransfer({
-      idempotencyKey: 'transfer-route',
       amountMinor: 500n,
       pixAddressKey: 'a@b.co',
       pixAddressKeyType: 'EMAIL',

@@ -64,10 +64,12 @@ describe('gateway verdicts', () => {
     expect(transferStatuses.map((status) => [status, transferVerdict(status)])).toEqual([
       ['PENDING', 'OPEN'],
       ['BANK_PROCESSING', 'OPEN'],
+      ['BLOCKED', 'OPEN'],
       ['DONE', 'SETTLE'],
       ['FAILED', 'FAIL'],
       ['CANCELLED', 'FAIL'],
     ]);
+    expect(transferVerdict('UNKNOWN')).toBe('OPEN');
   });
 
   it('say a refusal with its code, bounded', () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
 /**
- * A Pix transfer as the gateway's webhooks carry it (gateway/wire.ts): 10.00 to an e-mail key,
+ * A Pix transfer as the gateway's webhooks carry it (gateway/wire.ts; Asaas nests the key in `bankAccount`): 10.00 to an e-mail key,
  * PENDING, with an id and an external reference nobody knows unless `overrides` name them.
  */
 export function transferWire(overrides: Record<string, unknown> = {}) {
@@ -13,8 +13,9 @@ export function transferWire(overrides: Record<string, unknown> = {}) {
     netValue: 10,
     transferFee: 0,
     dateCreated: '2026-11-22',
-    pixAddressKey: 'payee@example.com',
-    pixAddressKeyType: 'EMAIL',
+    type: 'BANK_ACCOUNT',
+    operationType: 'PIX',
+    bankAccount: { pixAddressKey: 'payee@example.com' },
     externalReference: randomUUID(),
     failReason: null,
     ...overrides,
