@@ -631,6 +631,73 @@ class Campaign {
     }
   }
 
+  /**
+   * Issue 32's gateway adversaries: a third of the gateway's answers lost while redemptions pay
+   * out, a rogue second transfer naming each redemption (same amount, same key, our description:
+   * what anyone holding the gateway's API key can create), and a flood of validation requests
+   * without the token, half naming nobody's reference, half naming a real redemption with a
+   * made-up transfer. One payout per redemption must come out (invariants 1 and 5), every real
+   * payout approved.
+   */
+  async rogueGateway(): Promise<void> {
+    const count = this.options.short ? 3 : 12;
+    this.holdBank(true);
+    this.stack.simulator.faults.update({ apiLostResponseRate: 0.3 });
+    this.stats.faults += 1;
+    const ids = await this.redeemMany(count);
+    await this.until(() => ids.every((id) => this.transfers().some((t) => t.externalReference === id)), 30_000);
+    this.stack.simulator.faults.update({ apiLostResponseRate: 0 });
+    const redemptions = await this.pool.query<{ id: string; token_id: string; payout_minor: string; destination: string }>(
+      `SELECT id, token_id, (amount_minor - fee_minor)::text AS payout_minor, destination FROM redemptions WHERE id = ANY ($1::uuid[])`,
+      [ids],
+    );
+    for (const row of redemptions.rows) {
+      try {
+        this.stack.simulator.state.createTransfer(
+          { valueMinor: BigInt(row.payout_minor), pixAddressKey: row.destination, pixAddressKeyType: 'EMAIL', description: `PLC ${row.token_id}`, externalReference: row.id },
+          null,
+          randomUUID(),
+        );
+        this.stats.faults += 1;
+      } catch (error) {
+        this.stats.violations.push(`rogue gateway: the simulator refused the rogue transfer: ${String(error).slice(0, 200)}`);
+      }
+    }
+    const flood = Array.from({ length: this.options.short ? 40 : 200 }, (_, index) => {
+      const reference = index % 2 === 0 ? randomUUID() : (ids[index % Math.max(ids.length, 1)] ?? randomUUID());
+      const transfer = {
+        object: 'transfer',
+        id: randomUUID(),
+        status: 'PENDING',
+        value: 10,
+        netValue: 10,
+        transferFee: 0,
+        dateCreated: new Date().toISOString().slice(0, 10),
+        type: 'BANK_ACCOUNT',
+        operationType: 'PIX',
+        bankAccount: { pixAddressKey: pixKey },
+        externalReference: reference,
+        failReason: null,
+      };
+      return this.request('POST', '/redemption/webhook/gateway', { type: 'TRANSFER', transfer }, {}, false).then((answer) => {
+        const body = answer.json as { status?: string };
+        if (answer.status === 200 && body.status === 'APPROVED') this.stats.violations.push(`rogue gateway: an anonymous validation of a made-up transfer was APPROVED (${reference})`);
+      });
+    });
+    this.stats.faults += flood.length;
+    await Promise.all(flood);
+    this.holdBank(false);
+    await this.quiesce();
+    // Every rogue transfer ended refused (never DONE), and every redemption settled or failed on its own.
+    const perRedemption = new Map<string, number>();
+    for (const transfer of this.transfers()) {
+      if (transfer.status === 'DONE' && ids.includes(transfer.externalReference ?? '')) {
+        perRedemption.set(transfer.externalReference ?? '', (perRedemption.get(transfer.externalReference ?? '') ?? 0) + 1);
+      }
+    }
+    for (const [id, n] of perRedemption) if (n > 1) this.stats.violations.push(`rogue gateway: redemption ${id} paid out ${n} times`);
+  }
+
   /** Good and bad requests in one batch: an 8,000-character X-Device-ID on create, transfer, redeem and settlements. */
   async badHeaders(): Promise<void> {
     const bad = 'x'.repeat(8000);
@@ -681,6 +748,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       ['dependency freezes', () => campaign.freezes()],
       ['bad headers', () => campaign.badHeaders()],
       ['cheating issuers', () => campaign.cheatingIssuers()],
+      ['rogue gateway', () => campaign.rogueGateway()],
     ];
     for (const [name, run] of steps) {
       if (options.only !== undefined && !options.only.includes(name)) continue;

@@ -22,6 +22,7 @@ describe('the chaos campaign, short', () => {
       'dependency freezes',
       'bad headers',
       'cheating issuers',
+      'rogue gateway',
     ]);
     for (const part of result.parts) {
       expect(part.requests, `${part.name}\n${report}`).toBeGreaterThan(0);
