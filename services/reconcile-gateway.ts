@@ -150,7 +150,7 @@ async function cancelPayment(gateway: GatewayPort, paymentId: string): Promise<{
 /**
  * PENDING_PAYMENT redemptions and their transfers. Every one is handed over: a running workflow
  * ignores a status that is not final, and a workflow that has ended is restarted (`resume`),
- * which creates or finds its payout under the same idempotency key and then waits for it.
+ * which finds its payout at the gateway by its reference (the redemption id) before creating one, and then waits for it.
  */
 const redemptionsPhase: GatewayPhase = {
   name: 'redemptions',

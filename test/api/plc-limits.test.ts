@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedemptionActivities } from '../../activities/redemption.ts';
 import { findViolations } from '../../db/ledger.ts';
-import { finishRedemption } from '../../db/redemptions.ts';
+import { finishRedemption, recordGatewayTransfer } from '../../db/redemptions.ts';
 import { businessStatusKey, deviceIdKey, ownerIdKey, referenceIdKey } from '../../workflows/search-attributes.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 import { hop, issue, limitIncreaseBody, newWallet, plcToJson, type TestWallet } from '../support/wallet.ts';
@@ -355,6 +355,8 @@ describe('reputation routes', () => {
       // The bearer redeems from a phone of its own: a payer and a bearer on one device are one owner.
       const input = openRedemptionInput(hop(plc, issuer, to), to, `phone-${to.pubkey.slice(0, 8)}`);
       await activities.openRedemption(input);
+      // A redemption settles only with the payout that paid it recorded (docs/settlement.md, "One payout per redemption").
+      if (outcome === 'SETTLED') await recordGatewayTransfer(t.db.pool, input.redemptionId, `tra_${input.redemptionId.slice(0, 8)}`, 'DONE');
       await finishRedemption(t.db.pool, input.redemptionId, outcome === 'SETTLED' ? { status: 'SETTLED', gatewayStatus: 'DONE' } : { status: 'FAILED', gatewayStatus: 'FAILED', reason: 'test' });
       return input.redemptionId;
     };

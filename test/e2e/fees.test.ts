@@ -114,7 +114,7 @@ describe('a redemption with a fee', () => {
       const key = field(await ok(dir, 'init', '--server', h.appUrl), 'public_key');
       const shown = await ok(dir, 'fees');
       expect(shown).toContain('fee schedule version 2: Pix charged');
-      expect(shown).toMatch(/PIX\s+any tier\s+0\.10 \+ 100 bps, min 0\.20, max 5\.00/);
+      expect(shown).toMatch(/pix\s+any tier\s+0\.10 \+ 100 bps, min 0\.20, max 5\.00/);
       expect((await h.t.app.inject({ method: 'POST', url: '/api/v1/fees/estimate', payload: { amount: '25.00', rail: 'PIX', owner_id: key } })).json()).toMatchObject({
         consent_required: true,
       });

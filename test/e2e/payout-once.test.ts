@@ -130,6 +130,12 @@ describe('one payout per redemption', () => {
     try {
       const real = await Promise.all([redeem(1_500n), redeem(1_600n), redeem(1_700n)]);
       const target = real[0]!.opened.redemption_id;
+      // The flood names an open payout intent (recorded before the gateway is asked): before it
+      // exists, every request is refused without a read and the budget is never reached.
+      await waitFor(
+        async () => ((await h.t.db.pool.query('SELECT 1 FROM payout_intents WHERE redemption_id = $1', [target])).rowCount ?? 0) > 0 || undefined,
+        { what: "the target redemption's payout intent" },
+      );
       const madeUp: string[] = [];
       const flood = Array.from({ length: 120 }, (_, index) => {
         // Half name references nobody has; half name a real redemption waiting for its payout, with made-up transfers.
