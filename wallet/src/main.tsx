@@ -860,6 +860,11 @@ function Redeem({ me, tokenId, done }: { me: Unlocked; tokenId: string; done: ()
       <h1>
         Redeem {token.plc.amount} {token.plc.currency}
       </h1>
+      {token.redeem !== null && token.redeem.status === 'FAILED' && (
+        <p role="status" class="alert" data-testid="redemption-status">
+          {`Redemption ${token.redeem.redemption_id === null ? '' : short(token.redeem.redemption_id)}: FAILED${token.redeem.failure_reason ? `: ${token.redeem.failure_reason}` : ''}. Nothing was paid out; you can redeem it again.`}
+        </p>
+      )}
       {open ? (
         <div data-testid="redemption">
           <p>
