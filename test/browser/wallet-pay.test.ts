@@ -429,6 +429,39 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     await page.getByRole('button', { name: 'Back', exact: true }).click();
   }, 180_000);
 
+  it('a create whose answer is lost: the PLC is kept, and the next online refresh fetches its receipt', async () => {
+    const page = a.page;
+    await home(page);
+    const before = new Set(await page.locator('[data-token]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-token'))));
+    await page.getByRole('button', { name: 'Issue' }).click();
+    await page.getByLabel('Amount (BRL)').fill('3.00');
+    await page.getByRole('button', { name: 'Review' }).click();
+    // The service registers the PLC, and its answer (the receipt with it) is lost on the way back.
+    let lost = 0;
+    await page.route('**/api/v1/plc/create', async (route) => {
+      if (lost > 0) return route.continue();
+      lost += 1;
+      await route.fetch();
+      return route.abort('connectionreset');
+    });
+    await page.getByRole('button', { name: 'Confirm and issue' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent(), { timeout: 20_000 }).toContain('No answer from the service');
+    expect(lost).toBe(1);
+    await page.unroute('**/api/v1/plc/create');
+    // Back on the balance screen, online: it asks the service about each PLC.
+    await page.getByRole('button', { name: 'Back', exact: true }).click();
+    const newRow = async () =>
+      (await page.locator('[data-token]').evaluateAll((list) => list.map((row) => row.getAttribute('data-token')))).find((token) => token !== null && !before.has(token));
+    await expect.poll(newRow, { timeout: 20_000 }).toBeDefined();
+    const tokenIdLost = (await newRow())!;
+    const server = await serverReceipt(tokenIdLost);
+    expect(server).toMatch(/^01[0-9a-f]{272}$/);
+    // The service registered it; the wallet keeps the receipt the service serves for it.
+    await expect
+      .poll(async () => ((await readStored(page, 'tokens', tokenIdLost)) as { plc: { issue_receipt?: string } }).plc.issue_receipt, { timeout: 20_000 })
+      .toBe(server);
+  }, 120_000);
+
   it('a redemption the bank refuses at the gateway: the wallet follows it to FAILED and shows the reason', async () => {
     await a.context.setOffline(false);
     await c.context.setOffline(false);
@@ -481,39 +514,6 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
     expect((await h.t.db.pool.query('SELECT status FROM plcs WHERE token_id = $1', [refusedId])).rows[0].status).toBe('TRANSFERRED');
     await page.getByRole('button', { name: 'Back', exact: true }).click();
   }, 180_000);
-
-  it('a create whose answer is lost: the PLC is kept, and the next online refresh fetches its receipt', async () => {
-    const page = a.page;
-    await home(page);
-    const before = new Set(await page.locator('[data-token]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-token'))));
-    await page.getByRole('button', { name: 'Issue' }).click();
-    await page.getByLabel('Amount (BRL)').fill('3.00');
-    await page.getByRole('button', { name: 'Review' }).click();
-    // The service registers the PLC, and its answer (the receipt with it) is lost on the way back.
-    let lost = 0;
-    await page.route('**/api/v1/plc/create', async (route) => {
-      if (lost > 0) return route.continue();
-      lost += 1;
-      await route.fetch();
-      return route.abort('connectionreset');
-    });
-    await page.getByRole('button', { name: 'Confirm and issue' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent(), { timeout: 20_000 }).toContain('No answer from the service');
-    expect(lost).toBe(1);
-    await page.unroute('**/api/v1/plc/create');
-    // Back on the balance screen, online: it asks the service about each PLC.
-    await page.getByRole('button', { name: 'Back', exact: true }).click();
-    const newRow = async () =>
-      (await page.locator('[data-token]').evaluateAll((list) => list.map((row) => row.getAttribute('data-token')))).find((token) => token !== null && !before.has(token));
-    await expect.poll(newRow, { timeout: 20_000 }).toBeDefined();
-    const tokenIdLost = (await newRow())!;
-    const server = await serverReceipt(tokenIdLost);
-    expect(server).toMatch(/^01[0-9a-f]{272}$/);
-    // The service registered it; the wallet keeps the receipt the service serves for it.
-    await expect
-      .poll(async () => ((await readStored(page, 'tokens', tokenIdLost)) as { plc: { issue_receipt?: string } }).plc.issue_receipt, { timeout: 20_000 })
-      .toBe(server);
-  }, 120_000);
 
   it('backs a key up through the service and restores it on a new phone; a wrong recovery passphrase is refused', async () => {
     const page = b.page;
