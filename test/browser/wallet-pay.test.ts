@@ -465,6 +465,7 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
   it('a redemption the bank refuses at the gateway: the wallet follows it to FAILED and shows the reason', async () => {
     await a.context.setOffline(false);
     await c.context.setOffline(false);
+    await h.t.deposit(keys.a!, '20.00');
     await home(a.page);
     await a.page.getByRole('button', { name: 'Issue' }).click();
     await a.page.getByLabel('Amount (BRL)').fill('15.00');
