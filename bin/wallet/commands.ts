@@ -13,8 +13,10 @@ import {
   cancelAuthorizationToJson,
   checkExpiry,
   checkRecordClock,
+  decodeTransport,
   decodeTransportText,
   detectFork,
+  encodeTransport,
   encodeTransportText,
   hexToBytes,
   isPlcCurrency,
@@ -38,6 +40,7 @@ import {
   type Verified,
 } from '../../src/protocol/index.ts';
 import { WalletError, type ServerRefusal } from './errors.ts';
+import { decodeFountainParts, fountainParts, isFountainPart, partsPerFragmentWritten } from './fountain.ts';
 import { qrForTerminal, qrImageFormatOf, readQrImage, writeQrImage } from './qr.ts';
 import { describeLife, holderState, renderPlc } from './format.ts';
 import { getJson, postJson, serverPaths } from './http.ts';
@@ -501,10 +504,25 @@ export interface SendOptions {
   readonly image?: string | undefined;
   /** Also draw the QR code in the terminal (stdout). */
   readonly qr?: boolean;
+  /** Also write the animated code's parts (ur:bytes fountain parts of the binary form), one a line, to this file. */
+  readonly urParts?: string | undefined;
 }
 
 function encodeFor(plc: Plc, format: 'text' | 'json'): string {
   return format === 'json' ? `${JSON.stringify(plcToJson(plc), null, 2)}\n` : `${encodeTransportText(plc)}\n`;
+}
+
+/**
+ * What `send` shows: the chosen form, or, when the text form cannot carry the chain (over 20
+ * records) and the animated parts are written, nothing beside them (null).
+ */
+function encodeShown(plc: Plc, format: 'text' | 'json', animated: boolean): string | null {
+  try {
+    return encodeFor(plc, format);
+  } catch (error) {
+    if (animated && isProtocolError(error) && error.code === 'transport_too_large') return null;
+    throw error;
+  }
 }
 
 export async function sendCommand(context: CommandContext, options: SendOptions): Promise<string> {
@@ -521,8 +539,9 @@ export async function sendCommand(context: CommandContext, options: SendOptions)
   }
   if (!isValidPublicKey(recipientPublicKey)) throw new WalletError('usage', '--to is not a valid Ed25519 public key');
   const ownKey = wallet.keyPair.publicKey;
+  const animated = options.urParts !== undefined;
 
-  const output = withWalletLock(context.dir, () => {
+  const { shown: output, plc: sentPlc } = withWalletLock(context.dir, () => {
     const token = loadToken(context.dir, options.token);
     const plc = storedPlc(token);
     const verification = verified(plc, 'the stored PLC');
@@ -531,7 +550,7 @@ export async function sendCommand(context: CommandContext, options: SendOptions)
       // Showing the same record again is safe; signing a second, different one would be a fork.
       if (last !== undefined && bytesEqual(last.senderPublicKey, ownKey) && bytesEqual(last.recipientPublicKey, recipientPublicKey)) {
         context.notice('this PLC was already sent to that key: showing the same transfer again');
-        return encodeFor(plc, options.format);
+        return { shown: encodeShown(plc, options.format, animated), plc };
       }
       throw new WalletError('not_bearer', `this wallet does not hold ${options.token} (${holderState(plc, bytesToHex(ownKey))})`);
     }
@@ -548,12 +567,26 @@ export async function sendCommand(context: CommandContext, options: SendOptions)
     const timestampMs = Math.max(nowMs, last?.timestampMs ?? plc.commitment.createdAtMs);
     const sent = appendTransfer(plc, { senderSecretKey: wallet.keyPair.secretKey, recipientPublicKey, timestampMs });
     // Encode before saving: a PLC too long for the chosen form is refused without any state change.
-    const encoded = encodeFor(sent, options.format);
+    const encoded = encodeShown(sent, options.format, animated);
     saveToken(context.dir, { ...token, plc: plcToJson(sent), updated_at: msToIso(nowMs) });
-    return encoded;
+    return { shown: encoded, plc: sent };
   });
 
   const lines: string[] = [];
+  if (options.urParts !== undefined) {
+    // The browser wallet's animated code: the same parts its camera reads, one a line.
+    const parts = fountainParts(encodeTransport(sentPlc));
+    writeFileSync(options.urParts, `${parts.join('\n')}\n`);
+    const fragments = Math.ceil(parts.length / partsPerFragmentWritten);
+    lines.push(`wrote ${options.urParts} (animated code: ${parts.length} ur:bytes parts of ${fragments} fragments; about ${fragments} or a few more of them, in any order, rebuild the PLC)`);
+  }
+  if (output === null) {
+    if (options.qr === true || options.image !== undefined || options.out !== undefined) {
+      throw new WalletError('usage', `${sentPlc.transferChain.length} records do not fit one QR code: the transfer is saved; send it as the animated parts (--ur-parts FILE) alone`);
+    }
+    context.notice(`${sentPlc.transferChain.length} records do not fit the one-code text form: only the animated parts carry this PLC`);
+    return lines.join('\n');
+  }
   const text = output.trimEnd();
   if (options.qr === true) lines.push(await qrForTerminal(text));
   if (options.image !== undefined) {
@@ -597,7 +630,7 @@ async function readInput(options: ReceiveOptions): Promise<string> {
     raw = await readQrImage(options.input.image);
   } else if ('file' in options.input) {
     try {
-      raw = readFileSync(options.input.file, 'utf8');
+      raw = readFileSync(options.input.file === '-' ? 0 : options.input.file, 'utf8');
     } catch (error) {
       throw new WalletError('invalid_input', `cannot read ${options.input.file}: ${error instanceof Error ? error.message : String(error)}`);
     }
@@ -610,6 +643,7 @@ async function readInput(options: ReceiveOptions): Promise<string> {
 }
 
 function decodeInput(text: string): Plc {
+  if (isFountainPart(text)) return decodeAnimated(text);
   try {
     if (text.startsWith(transportTextPrefix)) return decodeTransportText(text);
     if (text.startsWith('{')) return parsePlcJson(JSON.parse(text));
@@ -618,6 +652,18 @@ function decodeInput(text: string): Plc {
     throw new WalletError('invalid_input', `not a PLC: ${error instanceof Error ? error.message : String(error)}`);
   }
   throw new WalletError('invalid_input', `expected the ${transportTextPrefix} text form or the JSON form of a PLC`);
+}
+
+/** The animated code's parts, one a line, in any order, repeats and missing ones as the fountain code allows. */
+function decodeAnimated(text: string): Plc {
+  const verdict = decodeFountainParts(text.split(/\r?\n/));
+  if (!verdict.ok) throw new WalletError('invalid_input', `refused: ${verdict.detail}`);
+  try {
+    return decodeTransport(verdict.message);
+  } catch (error) {
+    if (isProtocolError(error)) throw new WalletError('invalid_input', `the animated code reassembled but is not a PLC: ${error.code}: ${error.message}`);
+    throw error;
+  }
 }
 
 export async function receiveCommand(context: CommandContext, options: ReceiveOptions): Promise<string> {

@@ -48,11 +48,14 @@ takes --server URL, or uses the server the wallet remembers (init --server, conf
                                          old to publish) by a new one of the same amount, and register it
   drop --token ID [--server URL]         forget a PLC the server never accepted and no one received
   send --token ID --to PUBKEY [--out FILE] [--format text|json] [--qr] [--image FILE.png|FILE.svg]
-                                         sign a transfer; print the PLC2: QR text or write FILE;
-                                         --qr draws the QR code here, --image writes it as a picture
+       [--ur-parts FILE]                 sign a transfer; print the PLC2: QR text or write FILE;
+                                         --qr draws the QR code here, --image writes it as a picture;
+                                         --ur-parts writes the animated code's ur:bytes parts, one a
+                                         line (the only form for over 20 records)
   receive (--in FILE | --text TEXT | --image FILE.png) [--server URL]
-                                         verify a PLC sent to this wallet (text, JSON or a QR code
-                                         picture) and store it; refuses one a blocked key signed
+                                         verify a PLC sent to this wallet (text, JSON, the animated
+                                         code's ur:bytes parts one a line, or a QR code picture;
+                                         --in - reads stdin) and store it; refuses one a blocked key signed
                                          (the blocklist refreshed first when a server is known)
   blocklist [--server URL]               download the service's signed blocklist, verify it
                                          against the trusted key and keep it
@@ -93,7 +96,7 @@ const commandOptions: Record<string, readonly string[]> = {
   reissue: ['token', 'server'],
   drop: ['token', 'server'],
   register: ['token', 'server', 'device-id'],
-  send: ['token', 'to', 'out', 'format', 'qr', 'image'],
+  send: ['token', 'to', 'out', 'format', 'qr', 'image', 'ur-parts'],
   receive: ['in', 'text', 'image', 'server'],
   blocklist: ['server'],
   show: ['token'],
@@ -148,6 +151,7 @@ async function run(argv: readonly string[]): Promise<string> {
         'blocklist-key': { type: 'string' },
         image: { type: 'string' },
         qr: { type: 'boolean' },
+        'ur-parts': { type: 'string' },
         offline: { type: 'boolean' },
         consent: { type: 'boolean' },
         'forget-server': { type: 'boolean' },
@@ -207,6 +211,7 @@ async function run(argv: readonly string[]): Promise<string> {
         format,
         image: optional(values, 'image'),
         qr: values.qr === true,
+        urParts: optional(values, 'ur-parts'),
       });
     }
     case 'receive': {

@@ -34,13 +34,26 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
   let c: Phone;
   let d: Phone;
   const keys: Record<string, string> = {};
+  let validationsHeld: Promise<void> | null = null;
+  let releaseValidations = (): void => undefined;
   const passphrase = 'wallet test passphrase';
   const shot = (page: Page, name: string) => page.screenshot({ path: join(walletScreenshotsDir, `${name}.png`) });
 
   beforeAll(async () => {
     ensureWalletBuilt();
     mkdirSync(walletScreenshotsDir, { recursive: true });
-    h = await startSettlementHarness({ REALTIME_HEARTBEAT_MS: '2000' });
+    h = await startSettlementHarness(
+      { REALTIME_HEARTBEAT_MS: '2000' },
+      {},
+      {
+        // While a test holds them, the gateway's transfer validations wait at the service's door: the
+        // payout stays PENDING at the gateway long enough for the test to have the bank refuse it.
+        beforeListen: (app) =>
+          app.addHook('onRequest', async (request) => {
+            if (validationsHeld !== null && request.url.startsWith('/api/v1/webhooks/transfer/validate')) await validationsHeld;
+          }),
+      },
+    );
     await upsertFlag(h.t.db.pool, { name: 'plc_live_events', rolloutPercent: '100', updatedBy: 'wallet-test' });
     browser = await launchChromium();
     [a, b, c, d] = [await newPhone(browser), await newPhone(browser), await newPhone(browser), await newPhone(browser)];
@@ -448,6 +461,60 @@ describe.skipIf(browserUnavailable !== null)('browser wallet: pay and receive of
       .poll(async () => ((await readStored(page, 'tokens', tokenIdLost)) as { plc: { issue_receipt?: string } }).plc.issue_receipt, { timeout: 20_000 })
       .toBe(server);
   }, 120_000);
+
+  it('a redemption the bank refuses at the gateway: the wallet follows it to FAILED and shows the reason', async () => {
+    await a.context.setOffline(false);
+    await c.context.setOffline(false);
+    await h.t.deposit(keys.a!, '20.00');
+    await home(a.page);
+    await a.page.getByRole('button', { name: 'Issue' }).click();
+    await a.page.getByLabel('Amount (BRL)').fill('15.00');
+    await a.page.getByRole('button', { name: 'Review' }).click();
+    await a.page.getByRole('button', { name: 'Confirm and issue' }).click();
+    await expect.poll(() => a.page.locator('.notice').textContent(), { timeout: 20_000 }).toContain('registered with the service');
+    await a.page.getByRole('button', { name: 'Back', exact: true }).click();
+    const refusedId = (await a.page.locator('[data-token]').first().getAttribute('data-token'))!;
+    const page = c.page;
+    await home(page);
+    await payByQr(a.page, page, refusedId);
+    expect(await receiveByQr(a.page, page)).toContain('Received 15.00 BRL');
+    await page.getByRole('button', { name: 'Back', exact: true }).click();
+
+    await page.locator(`[data-token="${refusedId}"]`).getByRole('button', { name: 'Redeem' }).click();
+    await page.getByLabel('Pix key').fill(pixKey);
+    await page.getByRole('button', { name: 'Get fee quote' }).click();
+    const quote = page.getByTestId('redeem-quote');
+    await quote.waitFor({ timeout: 15_000 });
+    if ((await quote.getByRole('checkbox').count()) > 0) await quote.getByRole('checkbox').check();
+    validationsHeld = new Promise<void>((resolve) => (releaseValidations = resolve));
+    try {
+      await page.getByRole('button', { name: 'Redeem now' }).click();
+      // The payout reaches the gateway; before it is validated, the receiving bank refuses it.
+      let transferId: string | null = null;
+      await expect
+        .poll(
+          async () => {
+            const row = await h.t.db.pool.query('SELECT gateway_transfer_id FROM redemptions WHERE token_id = $1', [refusedId]);
+            transferId = (row.rows[0]?.gateway_transfer_id as string | null | undefined) ?? null;
+            return transferId;
+          },
+          { timeout: 60_000 },
+        )
+        .not.toBeNull();
+      h.simulator.state.failTransfer(transferId!, 'Pix key not found at the receiving institution');
+    } finally {
+      validationsHeld = null;
+      releaseValidations();
+    }
+    await expect.poll(() => page.getByTestId('redemption-status').textContent(), { timeout: 90_000 }).toContain('FAILED');
+    expect(await page.getByTestId('redemption-status').textContent()).toContain('Pix key not found at the receiving institution');
+    await shot(page, 'redeem-failed');
+    const row = await h.t.db.pool.query('SELECT status, failure_reason FROM redemptions WHERE token_id = $1', [refusedId]);
+    expect(row.rows).toEqual([{ status: 'FAILED', failure_reason: expect.stringContaining('Pix key not found') }]);
+    // Nothing paid out: the PLC is the bearer's again, to redeem anew.
+    expect((await h.t.db.pool.query('SELECT status FROM plcs WHERE token_id = $1', [refusedId])).rows[0].status).toBe('TRANSFERRED');
+    await page.getByRole('button', { name: 'Back', exact: true }).click();
+  }, 180_000);
 
   it('backs a key up through the service and restores it on a new phone; a wrong recovery passphrase is refused', async () => {
     const page = b.page;

@@ -37,7 +37,7 @@ import { checkBoletoLine } from '../../src/settlement/boleto.ts';
 import { ApiError, getJson, postJson } from './api.ts';
 import { backupKey, recoverKey } from './backup.ts';
 import { allTokens, deleteToken, getMeta, getToken, putMeta, putToken, type RedeemRecord, type TokenRecord } from './db.ts';
-import { FountainDecoder, FountainEncoder, isFountainPart } from './fountain.ts';
+import { FountainDecoder, FountainEncoder, decodeFountainParts, isFountainPart } from './fountain.ts';
 import { drawQr, Scanner } from './qr.ts';
 import { createVault, kdfParams, loadVault, openVault, passphraseCharsMin, WrongPassphrase, type Unlocked } from './vault.ts';
 import { attachIssueReceipt, decodePayload, payHop, receiptRefusal, stateOf, verifyReceived, type Refusal } from './wallet-ops.ts';
@@ -535,6 +535,18 @@ function Receive({ me, reload, done }: { me: Unlocked; reload: () => Promise<voi
     await reload();
   };
 
+  /** Pasted text: one form, or the animated code's parts one a line (what `wallet send --ur-parts` writes). */
+  const acceptPasted = async (text: string) => {
+    if (!isFountainPart(text.trim())) return accept(text);
+    const parts = decodeFountainParts(text.split(/\r?\n/));
+    if (!parts.ok) {
+      setAccepted(null);
+      setRefusal({ ok: false, code: 'unreadable', message: `These parts do not make a payment: ${parts.detail}. Ask the payer for the whole set.` });
+      return;
+    }
+    return accept(parts.message);
+  };
+
   const onText = (text: string) => {
     if (busy.current) return;
     if (isFountainPart(text)) {
@@ -603,7 +615,7 @@ function Receive({ me, reload, done }: { me: Unlocked; reload: () => Promise<voi
       <details>
         <summary>Paste a payment instead</summary>
         <textarea rows={3} aria-label="Paste payment" value={paste} onInput={(e) => setPaste(e.currentTarget.value)} />
-        <button type="button" onClick={() => void accept(paste)}>
+        <button type="button" onClick={() => void acceptPasted(paste)}>
           Receive pasted payment
         </button>
       </details>
@@ -848,6 +860,11 @@ function Redeem({ me, tokenId, done }: { me: Unlocked; tokenId: string; done: ()
       <h1>
         Redeem {token.plc.amount} {token.plc.currency}
       </h1>
+      {token.redeem !== null && token.redeem.status === 'FAILED' && (
+        <p role="status" class="alert" data-testid="redemption-status">
+          {`Redemption ${token.redeem.redemption_id === null ? '' : short(token.redeem.redemption_id)}: FAILED${token.redeem.failure_reason ? `: ${token.redeem.failure_reason}` : ''}. Nothing was paid out; you can redeem it again.`}
+        </p>
+      )}
       {open ? (
         <div data-testid="redemption">
           <p>
