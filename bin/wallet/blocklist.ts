@@ -25,7 +25,7 @@ import {
   type SignedBlocklistJson,
 } from '../../src/protocol/index.ts';
 import { WalletError } from './errors.ts';
-import { getJson, serverPaths } from './http.ts';
+import { absentCodes, getJson, serverPaths } from './http.ts';
 import { readJson, withWalletLock, writeAtomic, type Wallet } from './store.ts';
 
 const blocklistFileSchema = z.strictObject({
@@ -77,7 +77,7 @@ export function keptBlocklist(wallet: Wallet, notice: (line: string) => void): K
  * one. Answers the list now kept.
  */
 export async function downloadBlocklist(wallet: Wallet, server: string, nowMs: number, notice: (line: string) => void): Promise<KeptBlocklist> {
-  const answer = await getJson(server, serverPaths.blocklist, { deviceId: wallet.deviceId });
+  const answer = await getJson(server, serverPaths.blocklist, { deviceId: wallet.deviceId, absentCodes: absentCodes.blocklist });
   if (!answer.found) throw new WalletError('server_refused', `${server} serves no blocklist (404)`);
   const verified = verifyBlocklistJson(answer.body, trustedBlocklistKey(wallet));
   if (!verified.ok) throw new WalletError('blocklist_invalid', `the blocklist from ${server} is refused (${verified.reason}): ${verified.message}`);

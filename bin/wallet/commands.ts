@@ -43,7 +43,7 @@ import { WalletError, type ServerRefusal } from './errors.ts';
 import { decodeFountainParts, fountainParts, isFountainPart, partsPerFragmentWritten } from './fountain.ts';
 import { qrForTerminal, qrImageFormatOf, readQrImage, writeQrImage } from './qr.ts';
 import { describeLife, holderState, renderPlc } from './format.ts';
-import { getJson, postJson, serverPaths } from './http.ts';
+import { absentCodes, getJson, normaliseServerUrl, postJson, serverPaths } from './http.ts';
 import {
   blockedSignersOf,
   checkReceipt,
@@ -151,7 +151,8 @@ function describeAttempt(attempt: RedeemAttempt): string {
 
 /** The server to use: --server, else the one the wallet remembers, else none. */
 function serverOf(wallet: Wallet, option: string | undefined): string | undefined {
-  return option ?? wallet.server;
+  const server = option ?? wallet.server;
+  return server === undefined ? undefined : normaliseServerUrl(server);
 }
 
 function requireServer(wallet: Wallet, option: string | undefined, command: string): string {
@@ -162,9 +163,11 @@ function requireServer(wallet: Wallet, option: string | undefined, command: stri
   return server;
 }
 
+/** The --server given to init or config, normalised as every request normalises it (kept so). */
 function checkServerUrl(value: string): string {
-  if (!serverUrlSchema.safeParse(value).success) throw new WalletError('usage', `--server must be an absolute http(s) URL, got ${JSON.stringify(value)}`);
-  return value;
+  const server = normaliseServerUrl(value);
+  if (!serverUrlSchema.safeParse(server).success) throw new WalletError('usage', `--server must be an absolute http(s) URL, got ${JSON.stringify(value)}`);
+  return server;
 }
 
 /** A refusal the server decided (a 4xx other than a rate limit or a request still running): asking again gets the same answer. */
@@ -280,10 +283,12 @@ async function issueAndRegister(
       answer = await createOnServer(wallet, plc, server);
     } catch (error) {
       if (isDefiniteRefusal(error)) {
-        recordRefusal(context, tokenId, error);
+        // Nothing half-made is kept: the server booked nothing, and this PLC, signed a moment ago
+        // by this command, was never shown to anyone. Running the create again is the retry.
+        withWalletLock(context.dir, () => deleteToken(context.dir, tokenId));
         context.notice(
-          `the server refused PLC ${tokenId} (${error.refusal.code ?? error.refusal.status}); nothing was booked and it cannot be redeemed.` +
-            ` Fix the cause, then re-issue it (wallet reissue --token ${tokenId}) or drop it (wallet drop --token ${tokenId})`,
+          `the server refused PLC ${tokenId} (${error.refusal.code ?? error.refusal.status}); nothing was booked and this wallet kept nothing of it.` +
+            ' Fix the cause, then run the create again',
         );
       } else {
         context.notice(
@@ -343,7 +348,7 @@ function describeStatus(answer: unknown): string {
 async function createOnServer(wallet: Wallet, plc: Plc, server: string): Promise<unknown> {
   // The commitment alone: no hop, and no receipt (the server makes it), so every retry's body is the same.
   const json = plcToJson({ ...plc, transferChain: [], issueReceipt: undefined });
-  const answer = await postJson(server, serverPaths.create, { plc: json }, { deviceId: wallet.deviceId, idempotencyKey: json.token_id });
+  const answer = await postJson(server, serverPaths.create, { plc: json }, { deviceId: wallet.deviceId, idempotencyKey: json.token_id, currency: json.currency });
   return answer.body;
 }
 
@@ -397,7 +402,7 @@ export async function publishCommand(context: CommandContext, options: { readonl
   }
   if (token.cancel_signed_at !== null) throw new WalletError('token_closed', `a cancel for ${options.token} was signed at ${token.cancel_signed_at}`);
   const tokenId = plc.commitment.tokenId;
-  const known = await getJson(server, serverPaths.status(tokenId), { deviceId: wallet.deviceId });
+  const known = await getJson(server, serverPaths.status(tokenId), { deviceId: wallet.deviceId, absentCodes: absentCodes.plc });
   let headline: string;
   let answer: unknown;
   if (known.found) {
@@ -424,7 +429,7 @@ export async function publishCommand(context: CommandContext, options: { readonl
   // The issue receipt: in the create's answer, or, for a PLC registered before, in its JSON view.
   let receiptSource: unknown = answer;
   if (known.found) {
-    const view = await getJson(server, serverPaths.plcJson(tokenId), { deviceId: wallet.deviceId });
+    const view = await getJson(server, serverPaths.plcJson(tokenId), { deviceId: wallet.deviceId, absentCodes: absentCodes.plc });
     receiptSource = view.found ? view.body : undefined;
   }
   const receiptLine = keepReceipt(context, wallet, tokenId, receiptSource);
@@ -766,16 +771,40 @@ export function showCommand(context: CommandContext, options: { readonly token: 
   return lines.join('\n');
 }
 
-export function listCommand(context: CommandContext): string {
+/** Bound on the PLCs `list --server` asks the server about (one request each). */
+const listServerAsksMax = 50;
+
+/**
+ * `list`: one line per PLC from this wallet's records (offline). With `--server URL` it also asks
+ * that server the status of each (the first 50), shown as `now: STATUS`. A PLC whose create the
+ * server refused is not money: its line says so and how to replace or forget it.
+ */
+export async function listCommand(context: CommandContext, options: { readonly server?: string | undefined } = {}): Promise<string> {
   const wallet = loadWallet(context.dir);
+  const server = options.server === undefined ? undefined : normaliseServerUrl(options.server);
   const ownKeyHex = bytesToHex(wallet.keyPair.publicKey);
   const ids = listTokenIds(context.dir);
   if (ids.length === 0) return 'no PLCs';
   const nowMs = context.nowMs();
-  const lines = ids.slice(0, listLinesMax).map((id) => {
+  const lines: string[] = [];
+  for (const [index, id] of ids.slice(0, listLinesMax).entries()) {
     const token = loadToken(context.dir, id);
-    return `${summary(storedPlc(token), ownKeyHex, nowMs)}  ${serverSummary(token, ownKeyHex)}`;
-  });
+    const plc = storedPlc(token);
+    let line: string;
+    if (token.server_refusal !== undefined && token.server_refusal !== null && token.registered_at === null) {
+      const json = plcToJson(plc);
+      line = `${json.token_id}  ${json.amount} ${json.currency}  REFUSED by the server (${token.server_refusal.code}): not backed, nothing booked; "wallet reissue --token ${id}" or "wallet drop --token ${id}"`;
+    } else {
+      line = `${summary(plc, ownKeyHex, nowMs)}  ${serverSummary(token, ownKeyHex)}`;
+    }
+    if (server !== undefined && index < listServerAsksMax) {
+      const known = await getJson(server, serverPaths.status(id), { deviceId: wallet.deviceId, absentCodes: absentCodes.plc });
+      const parsed = plcStatusAnswer.safeParse(known.body);
+      line += known.found ? `  now: ${parsed.success ? parsed.data.status : 'unreadable answer'}` : '  now: unknown to the server';
+    }
+    lines.push(line);
+  }
+  if (server !== undefined && ids.length > listServerAsksMax) lines.push(`(the server was asked about the first ${listServerAsksMax}; "wallet status --token ID" asks about one)`);
   if (ids.length > listLinesMax) lines.push(`… and ${ids.length - listLinesMax} more`);
   return lines.join('\n');
 }
@@ -863,9 +892,63 @@ function destinationOf(options: RedeemOptions): { rail: 'pix' | 'boleto'; destin
   return { rail: 'pix', destination: options.pixKey, lineAmountMinor: null };
 }
 
+const redemptionListAnswer = z.array(redemptionAnswer.extend({ token_id: z.string() }));
+type ServerRedemption = z.infer<typeof redemptionListAnswer>[number];
+
 /**
- * A redemption the server accepted and that has not failed: while one exists the wallet signs no
- * other (the server would refuse it anyway; `status` follows the one there is).
+ * This PLC's redemptions as the server knows them (GET /api/v1/plc/{token_id}/redemptions, newest
+ * first), or undefined when the server cannot be reached: then the wallet decides from its own
+ * copy, and says so. Any other failure (a refusal, a wrong base URL) stops the redeem.
+ */
+async function redemptionsAtServer(context: CommandContext, wallet: Wallet, server: string, tokenId: string): Promise<readonly ServerRedemption[] | undefined> {
+  let answer;
+  try {
+    answer = await getJson(server, serverPaths.plcRedemptions(tokenId), { deviceId: wallet.deviceId });
+  } catch (error) {
+    if (error instanceof WalletError && error.code === 'server_unreachable') {
+      context.notice(`offline: ${server} cannot be reached (${error.message}); deciding from this wallet's copy of ${tokenId}, whose redemption status may be stale`);
+      return undefined;
+    }
+    throw error;
+  }
+  const parsed = redemptionListAnswer.safeParse(answer.body);
+  if (!parsed.success) throw new WalletError('server_refused', `unexpected answer from the server: ${JSON.stringify(answer.body).slice(0, 500)}`);
+  return parsed.data;
+}
+
+/** Records the server's status of each redemption this wallet opened; answers the token as saved. */
+function syncAttempts(context: CommandContext, tokenId: string, atServer: readonly ServerRedemption[]): TokenFile {
+  const token = loadToken(context.dir, tokenId);
+  const statusOf = new Map(atServer.map((redemption) => [redemption.redemption_id, redemption.status]));
+  let changed = false;
+  const attempts = (token.redeem_attempts ?? []).map((attempt) => {
+    const status = attempt.redemption_id === null ? undefined : statusOf.get(attempt.redemption_id);
+    if (status === undefined || status === attempt.status) return attempt;
+    changed = true;
+    return { ...attempt, status, updated_at: msToIso(context.nowMs()) };
+  });
+  if (!changed) return token;
+  const updated = { ...token, redeem_attempts: attempts };
+  saveToken(context.dir, updated);
+  return updated;
+}
+
+/**
+ * The server's word decides: a redemption PENDING_PAYMENT is open (the server would refuse a
+ * second), a SETTLED one means the PLC is paid; FAILED ones, or none, leave the PLC redeemable.
+ */
+function refuseIfRedeemedAtServer(tokenId: string, server: string, atServer: readonly ServerRedemption[]): void {
+  const settled = atServer.find((redemption) => redemption.status === 'SETTLED');
+  if (settled !== undefined) throw new WalletError('already_redeemed', `${tokenId} was redeemed: redemption ${settled.redemption_id} is SETTLED at ${server}`);
+  const open = atServer.find((redemption) => redemption.status !== 'FAILED');
+  if (open !== undefined) {
+    throw new WalletError('redemption_open', `redemption ${open.redemption_id} of ${tokenId} is ${open.status} at ${server}: follow it with "wallet status --token ${tokenId}"`);
+  }
+}
+
+/**
+ * A redemption the server accepted and that has not failed, as this wallet last recorded it: while
+ * one exists an offline wallet signs no other (the server would refuse it anyway).
  */
 function openRedemption(token: TokenFile): RedeemAttempt | undefined {
   const last = (token.redeem_attempts ?? []).at(-1);
@@ -893,8 +976,11 @@ export async function redeemCommand(context: CommandContext, options: RedeemOpti
   const wallet = loadWallet(context.dir);
   const { rail, destination, lineAmountMinor } = destinationOf(options);
   const server = serverOf(wallet, options.server);
+  loadToken(context.dir, options.token);
+  // The server's word on this PLC's redemptions, when it answers; else this wallet's last known one.
+  const atServer = server === undefined ? undefined : await redemptionsAtServer(context, wallet, server, options.token);
   const signed = withWalletLock(context.dir, () => {
-    const token = loadToken(context.dir, options.token);
+    const token = atServer === undefined ? loadToken(context.dir, options.token) : syncAttempts(context, options.token, atServer);
     const plc = storedPlc(token);
     const verification = verified(plc, 'the stored PLC');
     if (!bytesEqual(verification.bearerPublicKey, wallet.keyPair.publicKey)) {
@@ -904,9 +990,14 @@ export async function redeemCommand(context: CommandContext, options: RedeemOpti
       throw new WalletError('usage', 'a PLC that was never transferred is not redeemed by its issuer: cancel it instead');
     }
     if (token.cancel_signed_at !== null) throw new WalletError('token_closed', `a cancel for ${options.token} was signed at ${token.cancel_signed_at}`);
-    const open = openRedemption(token);
-    if (open !== undefined) {
-      throw new WalletError('redemption_open', `redemption ${open.redemption_id ?? '?'} of ${options.token} is ${open.status ?? 'open'}: follow it with "wallet status --token ${options.token}"`);
+    if (atServer !== undefined) refuseIfRedeemedAtServer(options.token, server!, atServer);
+    else {
+      const open = openRedemption(token);
+      if (open !== undefined) {
+        const known = `(this wallet's last known status, recorded ${open.updated_at}; the server could not be asked)`;
+        if (open.status === 'SETTLED') throw new WalletError('already_redeemed', `${options.token} was redeemed: redemption ${open.redemption_id ?? '?'} SETTLED ${known}`);
+        throw new WalletError('redemption_open', `redemption ${open.redemption_id ?? '?'} of ${options.token} is ${open.status ?? 'open'} ${known}: follow it with "wallet status --token ${options.token}"`);
+      }
     }
     if (rail === 'boleto' && plc.commitment.currency !== 'BRL') {
       throw new WalletError('invalid_destination', `a boleto is paid in reais and ${options.token} is in ${plc.commitment.currency}: redeem it to a Pix key`);
@@ -984,7 +1075,7 @@ export async function statusCommand(context: CommandContext, options: { readonly
   const token = loadToken(context.dir, options.token);
   const ownKeyHex = bytesToHex(wallet.keyPair.publicKey);
   const lines: string[] = [];
-  const known = await getJson(server, serverPaths.status(options.token), { deviceId: wallet.deviceId });
+  const known = await getJson(server, serverPaths.status(options.token), { deviceId: wallet.deviceId, absentCodes: absentCodes.plc });
   const parsed = plcStatusAnswer.extend({ redemption_in_flight: z.boolean().optional() }).safeParse(known.body);
   if (!known.found) lines.push(`plc:          not registered with ${server}`);
   else if (parsed.success) {
@@ -997,7 +1088,7 @@ export async function statusCommand(context: CommandContext, options: { readonly
   }
   const attempt = [...(token.redeem_attempts ?? [])].reverse().find((candidate) => candidate.redemption_id !== null);
   if (attempt !== undefined && attempt.redemption_id !== null) {
-    const found = await getJson(server, serverPaths.redemption(attempt.redemption_id), { deviceId: wallet.deviceId });
+    const found = await getJson(server, serverPaths.redemption(attempt.redemption_id), { deviceId: wallet.deviceId, absentCodes: absentCodes.redemption });
     const redemption = redemptionAnswer.safeParse(found.body);
     if (found.found && redemption.success) {
       const r = redemption.data;
@@ -1028,8 +1119,10 @@ export async function balanceCommand(context: CommandContext, options: { readonl
   if (!isPlcCurrency(currency)) throw new WalletError('usage', `--currency must be BRL, USD or EUR, got ${JSON.stringify(currency)}`);
   const path = `${serverPaths.balance(bytesToHex(wallet.keyPair.publicKey))}?currency=${currency}`;
   const answer = await getJson(server, path, { deviceId: wallet.deviceId });
+  // The server answers zeros for an owner it has never seen: a 404 here is a wrong base URL, which
+  // getJson refuses, never "no account".
   const parsed = balanceAnswer.safeParse(answer.body);
-  if (!answer.found || !parsed.success) return `no account at ${server} for this wallet yet (${currency} 0.00)`;
+  if (!parsed.success) throw new WalletError('server_refused', `unexpected answer from ${server}: ${JSON.stringify(answer.body).slice(0, 500)}`);
   const b = parsed.data;
   return [
     `available: ${b.available} ${b.currency}`,
@@ -1053,7 +1146,7 @@ async function unacceptedIssue(context: CommandContext, wallet: Wallet, tokenId:
   if (token.cancel_signed_at !== null) throw new WalletError('token_closed', `a cancel for ${tokenId} was signed at ${token.cancel_signed_at}`);
   if (token.registered_at !== null) throw new WalletError('already_registered', `${tokenId} is registered with a server: cancel it instead`);
   if (server !== undefined) {
-    const known = await getJson(server, serverPaths.status(tokenId), { deviceId: wallet.deviceId });
+    const known = await getJson(server, serverPaths.status(tokenId), { deviceId: wallet.deviceId, absentCodes: absentCodes.plc });
     if (known.found) {
       markRegistered(context, tokenId);
       throw new WalletError('already_registered', `${server} holds ${tokenId} (its create went through): cancel it instead`);
@@ -1103,7 +1196,7 @@ const feeConsentAnswer = z.object({ schedule_version: z.number().int(), device_i
 export async function feesCommand(context: CommandContext, options: { readonly server: string | undefined; readonly consent: boolean }): Promise<string> {
   const wallet = loadWallet(context.dir);
   const server = requireServer(wallet, options.server, 'fees');
-  const answer = await getJson(server, serverPaths.feeSchedule, { deviceId: wallet.deviceId });
+  const answer = await getJson(server, serverPaths.feeSchedule, { deviceId: wallet.deviceId, absentCodes: absentCodes.feeSchedule });
   const parsed = feeScheduleAnswer.safeParse(answer.body);
   if (!answer.found || !parsed.success) throw new WalletError('server_refused', `${server} serves no fee schedule`);
   const schedule = parsed.data;

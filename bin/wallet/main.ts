@@ -31,8 +31,9 @@ import { WalletError } from './errors.ts';
 
 const usage = `usage: wallet [--dir DIR] <command> [options]
 
-DIR defaults to ./.wallet. URL is the server's base URL (http://host:port); every online command
-takes --server URL, or uses the server the wallet remembers (init --server, config --server).
+DIR defaults to ./.wallet. URL is the server's base URL (http://host:port, with or without /api/v1);
+every online command takes --server URL, or uses the server the wallet remembers (init --server,
+config --server). "wallet help COMMAND" or "wallet COMMAND --help" shows one command.
 
   init [--server URL]                    create this device's key pair (and remember a server)
   config [--server URL | --forget-server] [--blocklist-key HEX|development]
@@ -60,7 +61,8 @@ takes --server URL, or uses the server the wallet remembers (init --server, conf
   blocklist [--server URL]               download the service's signed blocklist, verify it
                                          against the trusted key and keep it
   show --token ID                        print a PLC, its chain, and what the server answered
-  list                                   one line per PLC this wallet knows, with the server's view
+  list [--server URL]                    one line per PLC this wallet knows, with what it recorded of
+                                         the server's view; --server also asks that server now
   register --token ID [--server URL] [--device-id D]
                                          post this wallet's copy of a PLC with its whole chain so
                                          the server learns the offline hops; prints its answer
@@ -84,7 +86,60 @@ takes --server URL, or uses the server the wallet remembers (init --server, conf
   fees [--consent] [--server URL]        the server's fee schedule; --consent signs (and posts)
                                          this key's consent to its current version
   vectors [--in FILE]                    check the protocol's test vectors with this program's code
-  help                                   this text`;
+  help [COMMAND]                         this text, or one command's`;
+
+/** One command's entry of the usage text (its first line and the indented lines under it). */
+export function commandUsage(command: string): string | undefined {
+  const lines = usage.split('\n');
+  const start = lines.findIndex((line) => new RegExp(`^ {2}${command.replace(/[-]/g, '\\-')}(?: |$)`).test(line));
+  if (start === -1) return undefined;
+  let end = start + 1;
+  while (end < lines.length && /^ {3,}\S/.test(lines[end]!)) end += 1;
+  // Each line is "synopsis   description"; a synopsis too long for one line goes on indented by less than the description.
+  const synopsis: string[] = [];
+  const description: string[] = [];
+  for (const [index, line] of lines.slice(start, end).entries()) {
+    const [head = '', ...rest] = line.trim().split(/ {2,}/);
+    if (index === 0 || /^ {3,12}\S/.test(line)) {
+      synopsis.push(head);
+      if (rest.length > 0) description.push(rest.join(' '));
+    } else {
+      description.push(line.trim());
+    }
+  }
+  return [`usage: wallet [--dir DIR] ${synopsis.join(' ')}`, '', ...description.map((line) => `  ${line}`)].join('\n');
+}
+
+/** Levenshtein distance, for the suggestion after a mistyped command. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/** The command a mistyped name most likely meant: within 2 edits (1 for names of 3 letters or fewer), or a prefix of one. */
+export function suggestCommand(typed: string, commands: readonly string[]): string | undefined {
+  const prefixed = commands.filter((command) => typed.length >= 3 && command.startsWith(typed));
+  if (prefixed.length === 1) return prefixed[0];
+  const ranked = commands.map((command) => ({ command, distance: editDistance(typed, command) })).sort((x, y) => x.distance - y.distance);
+  const best = ranked[0];
+  if (best === undefined || best.distance > (typed.length <= 3 ? 1 : 2) || ranked[1]?.distance === best.distance) return undefined;
+  return best.command;
+}
+
+function unknownCommand(command: string): WalletError {
+  const suggestion = suggestCommand(command, Object.keys(commandOptions));
+  return new WalletError('usage', `unknown command ${JSON.stringify(command)}${suggestion === undefined ? '' : `; did you mean "${suggestion}"?`}`);
+}
+
+/** No command at all: the usage on stderr and exit status 2, so a script that lost its arguments fails. */
+class NoCommand extends Error {}
 
 /** Which options each command takes; anything else is a usage error. */
 const commandOptions: Record<string, readonly string[]> = {
@@ -100,7 +155,7 @@ const commandOptions: Record<string, readonly string[]> = {
   receive: ['in', 'text', 'image', 'server'],
   blocklist: ['server'],
   show: ['token'],
-  list: [],
+  list: ['server'],
   cancel: ['token', 'server'],
   redeem: ['token', 'pix-key', 'boleto', 'server'],
   backup: ['server', 'passphrase-file'],
@@ -111,6 +166,12 @@ const commandOptions: Record<string, readonly string[]> = {
   vectors: ['in'],
   help: [],
 };
+
+/** The usage shown after a usage error: the named command's, else the whole text. */
+function usageFor(argv: readonly string[]): string {
+  const named = argv.find((arg) => commandOptions[arg] !== undefined && arg !== 'help');
+  return (named === undefined ? undefined : commandUsage(named)) ?? usage;
+}
 
 type Values = Partial<Record<string, string | boolean>>;
 
@@ -162,10 +223,23 @@ async function run(argv: readonly string[]): Promise<string> {
     throw new WalletError('usage', error instanceof Error ? error.message : String(error));
   }
   const { values, positionals } = parsed;
-  const command = values.help === true ? 'help' : (positionals[0] ?? 'help');
+  const first = positionals[0];
+  if (first === undefined) {
+    if (values.help === true) return usage;
+    throw new NoCommand();
+  }
+  // `wallet help CMD` and `wallet CMD --help`: one command's usage.
+  const helpFor = first === 'help' ? positionals[1] : values.help === true ? first : undefined;
+  if (helpFor !== undefined) {
+    if (positionals.length > (first === 'help' ? 2 : 1)) throw new WalletError('usage', `unexpected argument ${JSON.stringify(positionals.at(-1))}`);
+    if (helpFor === 'help') return commandUsage('help')!;
+    if (commandOptions[helpFor] === undefined) throw unknownCommand(helpFor);
+    return commandUsage(helpFor) ?? usage;
+  }
+  const command = first;
   if (positionals.length > 1) throw new WalletError('usage', `unexpected argument ${JSON.stringify(positionals[1])}`);
   const allowed = commandOptions[command];
-  if (allowed === undefined) throw new WalletError('usage', `unknown command ${JSON.stringify(command)}`);
+  if (allowed === undefined) throw unknownCommand(command);
   for (const name of Object.keys(values)) {
     if (name !== 'dir' && name !== 'help' && !allowed.includes(name)) throw new WalletError('usage', `${command} takes no --${name}`);
   }
@@ -229,7 +303,7 @@ async function run(argv: readonly string[]): Promise<string> {
     case 'show':
       return showCommand(context, { token: required(values, 'token') });
     case 'list':
-      return listCommand(context);
+      return listCommand(context, { server: optional(values, 'server') });
     case 'cancel':
       return cancelCommand(context, { token: required(values, 'token'), server: optional(values, 'server') });
     case 'redeem':
@@ -256,7 +330,7 @@ async function run(argv: readonly string[]): Promise<string> {
     case 'vectors':
       return vectorsCommand({ file: optional(values, 'in') });
     default:
-      throw new WalletError('usage', `unknown command ${JSON.stringify(command)}`);
+      throw unknownCommand(command);
   }
 }
 
@@ -264,9 +338,15 @@ try {
   const output = await run(process.argv.slice(2));
   if (output !== '') process.stdout.write(`${output}\n`);
 } catch (error) {
-  if (error instanceof WalletError) {
+  if (error instanceof NoCommand) {
+    process.stderr.write(`${usage}\n`);
+    process.exitCode = 2;
+  } else if (error instanceof WalletError) {
     process.stderr.write(`error [${error.code}]: ${error.message}\n`);
-    if (error.code === 'usage') process.stderr.write(`\n${usage}\n`);
+    // A usage error shows the command's own usage when there is one, else the whole text.
+    if (error.code === 'usage') {
+      process.stderr.write(error.message.startsWith('unknown command') ? 'the commands: wallet help\n' : `\n${usageFor(process.argv.slice(2))}\n`);
+    }
     process.exitCode = error.code === 'usage' ? 2 : 1;
   } else if (isProtocolError(error)) {
     process.stderr.write(`error [${error.code}]: ${error.message}\n`);
