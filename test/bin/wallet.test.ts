@@ -113,6 +113,11 @@ function answer(method: string, url: string, body: unknown): { status: number; b
     redemptions.set(id, { token_id: (body as { authorization: { token_id: string } }).authorization.token_id, status: 'PENDING_PAYMENT' });
     return { status: 200, body: redemptionView(id) };
   }
+  const listed = /^\/api\/v1\/plc\/([0-9a-f-]+)\/redemptions$/.exec(url);
+  if (method === 'GET' && listed !== null) {
+    // Newest first, as the server lists them.
+    return { status: 200, body: [...redemptions.entries()].filter(([, r]) => r.token_id === listed[1]).map(([id]) => redemptionView(id)).reverse() };
+  }
   const redemption = /^\/api\/v1\/redemptions\/([0-9a-f-]+)$/.exec(url);
   if (method === 'GET' && redemption !== null) {
     return redemptions.has(redemption[1]!) ? { status: 200, body: redemptionView(redemption[1]!) } : { status: 404, body: { code: 'NOT_FOUND', message: 'no such redemption' } };
@@ -395,7 +400,9 @@ describe('wallet program', () => {
     expect(field(again, 'redemption_id')).not.toBe(redemptionId);
     redemptions.get(field(again, 'redemption_id'))!.status = 'SETTLED';
     expect(await ok(dirs.a, 'status', '--token', tokenId, '--server', serverUrl)).toMatch(/status:\s+SETTLED/);
-    await refused(dirs.a, 'redemption_open', 'redeem', '--token', tokenId, '--pix-key', 'alice@example.com', '--server', serverUrl);
+    // A SETTLED redemption is not "open": the PLC is paid, in the server's words.
+    const paid = await refused(dirs.a, 'already_redeemed', 'redeem', '--token', tokenId, '--pix-key', 'alice@example.com', '--server', serverUrl);
+    expect(paid.stderr).toContain(`is SETTLED at ${serverUrl}`);
   });
 
   it('redeem without a server prints the signed body', { timeout: 60_000 }, async () => {
@@ -447,29 +454,34 @@ describe('wallet program', () => {
     expect(bad.code).toBe(2);
   });
 
-  it('a create the server refused is listed as such, and can be re-issued or dropped', { timeout: 60_000 }, async () => {
+  it('a create the server refused keeps nothing; a refused publish is listed as not money, and can be re-issued or dropped', { timeout: 60_000 }, async () => {
     const dir = join(root, 'refused');
     await ok(dir, 'init', '--server', serverUrl);
     const failed = await refused(dir, 'server_refused', 'create', '--amount', '9.99', '--currency', 'BRL', '--ttl-hours', '3');
     const created = /the server refused PLC (\S+) \(INSUFFICIENT_FUNDS\)/.exec(failed.stderr)?.[1];
     expect(created, failed.stderr).toBeDefined();
-    expect(failed.stderr).toContain(`wallet reissue --token ${created}`);
-    expect(await ok(dir, 'list')).toContain(`${created}  9.99 BRL  0 hop(s)  held`);
-    expect(await ok(dir, 'list')).toContain('server: REFUSED (INSUFFICIENT_FUNDS)');
-    // Re-issued: a new PLC of the same amount and life, the old one gone.
-    const again = await wallet(dir, 'reissue', '--token', created!);
+    expect(failed.stderr).toContain('run the create again');
+    expect(existsSync(join(dir, 'plcs', `${created}.json`))).toBe(false);
+    expect(await ok(dir, 'list')).toBe('no PLCs\n');
+    // Made offline, then refused at publish: kept (the user made it on purpose), marked as not money.
+    const offline = field(await ok(dir, 'create', '--amount', '9.99', '--currency', 'BRL', '--ttl-hours', '3', '--offline'), 'token_id');
+    const publish = await refused(dir, 'server_refused', 'publish', '--token', offline);
+    expect(publish.stderr).toContain(`wallet reissue --token ${offline}`);
+    expect(await ok(dir, 'list')).toContain(`${offline}  9.99 BRL  REFUSED by the server (INSUFFICIENT_FUNDS): not backed, nothing booked`);
+    // Re-issued: a new PLC of the same amount and life, the old one gone; refused again, the replacement is not kept either.
+    const again = await wallet(dir, 'reissue', '--token', offline);
     expect(again.code).toBe(1); // the canned server refuses 9.99 every time
-    expect(again.stderr).toContain(`dropped ${created}`);
+    expect(again.stderr).toContain(`dropped ${offline}`);
     const replacement = /the server refused PLC (\S+)/.exec(again.stderr)?.[1];
     expect(replacement).toBeDefined();
-    expect(replacement).not.toBe(created);
-    expect(existsSync(join(dir, 'plcs', `${created}.json`))).toBe(false);
-    const replaced = JSON.parse(readFileSync(join(dir, 'plcs', `${replacement}.json`), 'utf8')) as { plc: { amount: string; created_at: string; expires_at: string } };
-    expect(replaced.plc.amount).toBe('9.99');
-    expect(Date.parse(replaced.plc.expires_at) - Date.parse(replaced.plc.created_at)).toBe(3 * 3_600_000);
+    expect(replacement).not.toBe(offline);
+    expect(existsSync(join(dir, 'plcs', `${offline}.json`))).toBe(false);
+    expect(await ok(dir, 'list')).toBe('no PLCs\n');
     // Dropped: the server does not know it (asked first), so it is forgotten.
-    expect(await ok(dir, 'drop', '--token', replacement!)).toContain(`dropped ${replacement}`);
-    expect(requests.at(-1)).toMatchObject({ method: 'GET', url: `/api/v1/plc/${replacement}/status` });
+    const another = field(await ok(dir, 'create', '--amount', '9.99', '--currency', 'BRL', '--ttl-hours', '3', '--offline'), 'token_id');
+    await refused(dir, 'server_refused', 'publish', '--token', another);
+    expect(await ok(dir, 'drop', '--token', another)).toContain(`dropped ${another}`);
+    expect(requests.at(-1)).toMatchObject({ method: 'GET', url: `/api/v1/plc/${another}/status` });
     expect(await ok(dir, 'list')).toBe('no PLCs\n');
     // A PLC that was sent on, or a server registered, is never dropped.
     await refused(dirs.a, 'already_transferred', 'drop', '--token', tokenId, '--server', serverUrl);
