@@ -12,6 +12,7 @@ import { busyMeter, eventLoopUtilizationMeter, plcStatusDispatcherLockKey, start
 import { deadlinesPlugin } from './plugins/deadlines.ts';
 import { depsPlugin, type AppDeps, type AppDepsInput } from './plugins/deps.ts';
 import { answerClientError, answerFrameworkError, errorsPlugin } from './plugins/errors.ts';
+import { requestLogPlugin } from './plugins/request-log.ts';
 import { documentedResponsesPlugin } from './plugins/documented-responses.ts';
 import { idempotencyPlugin } from './plugins/idempotency.ts';
 import { storableTextPlugin } from './plugins/storable-text.ts';
@@ -75,8 +76,11 @@ export interface BuildAppOptions {
  */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const deps: AppDeps = { ...options.deps, security: options.deps.security ?? createSecurityService(options.deps) };
+  // A terminal's log (LOG_FORMAT=pretty): one line per request from the request-log plugin instead of Fastify's two.
+  const prettyLog = options.deps.config.LOG_FORMAT === 'pretty';
   const common = {
     genReqId: requestIdFrom,
+    disableRequestLogging: prettyLog,
     bodyLimit: bodyLimitBytes,
     routerOptions: { maxParamLength },
     // While closing, the errors plugin answers 503 in the ErrorResponse shape instead.
@@ -167,6 +171,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     if (outcome === 'timeout') app.log.warn('reputation settings not written at start: the database did not answer in time');
   });
   await app.register(requestIdPlugin);
+  if (prettyLog) await app.register(requestLogPlugin);
   await app.register(errorsPlugin);
   await app.register(storableTextPlugin);
   await app.register(documentedResponsesPlugin, { bodyLimitBytes, maxParamLength });

@@ -4,6 +4,7 @@ import { configuredGatewayClient } from '../infra/gateway-client.ts';
 import { prepareDatabaseAt, onShutdownSignal } from '../infra/bootstrap.ts';
 import { stopWhenSupervisorExits } from '../infra/supervised.ts';
 import { ConfigError, loadConfig, tracingEnabled } from '../infra/config.ts';
+import { loadDotEnv } from '../infra/env-file.ts';
 import { createLogger } from '../infra/logger.ts';
 import { createServiceMetrics, serveMetrics } from '../infra/metrics.ts';
 import { startTracing } from '../infra/tracing.ts';
@@ -20,8 +21,10 @@ import { createSecurityService } from '../services/security.ts';
  * the pool.
  */
 async function main(): Promise<void> {
+  // `.env` of the working directory, under the environment (infra/env-file.ts).
+  loadDotEnv();
   const config = loadConfig();
-  const logger = createLogger(config.LOG_LEVEL, 'api');
+  const logger = createLogger(config.LOG_LEVEL, 'api', config.LOG_FORMAT);
   if (config.DATABASE_URL === undefined || config.TEMPORAL_ADDRESS === undefined) {
     throw new ConfigError([
       ...(config.DATABASE_URL === undefined ? ['DATABASE_URL: is required to run the API alone (npm start sets it)'] : []),

@@ -27,6 +27,12 @@ export const configSchema = z
     HOST: z.string().min(1).default('127.0.0.1'),
     PORT: z.coerce.number().int().min(0).max(65535).default(8000),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /**
+     * `json` (pino's lines: files, collectors, production) or `pretty` (one short line per record
+     * for a person: a request as method, path, status, time and error code; infra/pretty-log.ts).
+     * `npm start` sets `pretty` for its processes when its output is a terminal and LOG_FORMAT is unset.
+     */
+    LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
 
     /** Where runtime data lives when the project manages PostgreSQL and Temporal itself. */
     DATA_DIR: z.string().min(1).default('.data'),

@@ -50,7 +50,7 @@ function commandLine(pid: number): string[] | null {
   }
 }
 
-function runs(pid: number, fragment: string): boolean {
+export function runs(pid: number, fragment: string): boolean {
   if (!isAlive(pid)) return false;
   const line = commandLine(pid);
   return line === null || line.some((part) => part.includes(fragment));

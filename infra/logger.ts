@@ -1,5 +1,6 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
 import { truncateIdentifier } from '../src/ops/canary.ts';
+import { prettyDestination } from './pretty-log.ts';
 import { traceFields } from './trace-context.ts';
 
 /**
@@ -105,8 +106,11 @@ export function loggerOptions(level: string, name: string): LoggerOptions {
   };
 }
 
-export function createLogger(level: string, name: string): Logger {
-  return pino(loggerOptions(level, name));
+/** `json`: pino's lines, for files, collectors and production; `pretty`: one short line each for a terminal (infra/pretty-log.ts). */
+export type LogFormat = 'json' | 'pretty';
+
+export function createLogger(level: string, name: string, format: LogFormat = 'json'): Logger {
+  return format === 'pretty' ? pino(loggerOptions(level, name), prettyDestination()) : pino(loggerOptions(level, name));
 }
 
 export type { Logger };

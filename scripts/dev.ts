@@ -9,6 +9,7 @@ import { ConfigError, loadConfig } from '../infra/config.ts';
 import { prepareDevelopmentSecurity } from '../infra/dev-security.ts';
 import { AlreadyRunningError, claimDataDir, type DataDirClaim, type Endpoint } from '../infra/dev-state.ts';
 import { startEmbeddedPostgres, stopLeftoverPostgres } from '../infra/embedded-postgres.ts';
+import { loadDotEnv } from '../infra/env-file.ts';
 import { createLogger } from '../infra/logger.ts';
 import { inProcessService, startNodeProcess, StoppingError, Supervisor, type RunningService } from '../infra/supervisor.ts';
 import { resolveTemporalCli, temporalCliHelp } from '../infra/temporal-cli.ts';
@@ -31,7 +32,17 @@ import { workerPreloadUrl } from '../worker/workflow-thread-guard.ts';
  * once the stack is up is restarted, with a growing delay, at most 5 times in 10 minutes.
  * `<DATA_DIR>/npm-start.json` says a stack runs there (infra/dev-state.ts): a second `npm start`
  * on the same folder says what runs and where, and exits 1.
+ *
+ * Before anything it reads `.env` (infra/env-file.ts; the environment wins over it). In a terminal
+ * the processes log one short line per record (LOG_FORMAT=pretty), else pino's JSON. The worker's
+ * metrics are served on WORKER_METRICS_PORT (default 9464) and its Temporal SDK's on
+ * TEMPORAL_METRICS_BIND (default 127.0.0.1:9465), beside the API's `GET /metrics`.
  */
+
+/** Where the worker serves its metrics under `npm start` unless WORKER_METRICS_PORT says otherwise (the compose port). */
+export const devWorkerMetricsPort = 9464;
+/** Where the worker's Temporal SDK serves its metrics under `npm start` unless TEMPORAL_METRICS_BIND says otherwise. */
+export const devTemporalMetricsPort = 9465;
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const say = (line: string): void => {
@@ -43,6 +54,11 @@ async function loadOrCreateSecret(file: string, make: () => string): Promise<{ v
   const value = make();
   await writeFile(file, `${value}\n`, { mode: 0o600 });
   return { value, created: true };
+}
+
+function hostPort(bind: string): { host: string; port: number } {
+  const at = bind.lastIndexOf(':');
+  return { host: bind.slice(0, at), port: Number(bind.slice(at + 1)) };
 }
 
 async function waitForReady(url: string, timeoutMs: number, giveUp: () => boolean): Promise<boolean> {
@@ -61,6 +77,16 @@ async function waitForReady(url: string, timeoutMs: number, giveUp: () => boolea
 
 async function main(): Promise<void> {
   const startedAt = Date.now();
+  const dotEnv = loadDotEnv();
+  if (dotEnv !== null) {
+    const kept = dotEnv.overridden.length === 0 ? '' : `; the environment's ${dotEnv.overridden.join(', ')} kept over it`;
+    say(`read ${path.relative(process.cwd(), dotEnv.file) || dotEnv.file} (${dotEnv.names.length} settings${kept})`);
+  }
+  // A person at a terminal reads short lines; a file or a collector gets JSON.
+  if ((process.env.LOG_FORMAT ?? '') === '' && process.stdout.isTTY === true) process.env.LOG_FORMAT = 'pretty';
+  // Every process that counts something is scraped: the worker's metrics and its SDK's on ports of their own.
+  if ((process.env.WORKER_METRICS_PORT ?? '') === '') process.env.WORKER_METRICS_PORT = String(devWorkerMetricsPort);
+  if ((process.env.TEMPORAL_METRICS_BIND ?? '') === '') process.env.TEMPORAL_METRICS_BIND = `127.0.0.1:${devTemporalMetricsPort}`;
   const config = loadConfig();
   const dataDir = path.resolve(root, config.DATA_DIR);
   await mkdir(dataDir, { recursive: true });
@@ -94,6 +120,12 @@ async function main(): Promise<void> {
       : { what: 'PostgreSQL', where: 'DATABASE_URL' },
     ...(simulator !== null && simulatorUrl !== null
       ? [{ what: 'gateway simulator', where: simulatorUrl, port: { host: simulator.host, port: simulator.port, variable: 'SIMULATOR_PORT' } }]
+      : []),
+    ...(config.METRICS_ENABLED && config.WORKER_METRICS_PORT !== undefined
+      ? [{ what: 'worker metrics', where: `http://${config.METRICS_HOST}:${config.WORKER_METRICS_PORT}/metrics`, port: { host: config.METRICS_HOST, port: config.WORKER_METRICS_PORT, variable: 'WORKER_METRICS_PORT' } }]
+      : []),
+    ...(config.METRICS_ENABLED && config.TEMPORAL_METRICS_BIND !== undefined
+      ? [{ what: 'Temporal SDK metrics', where: `http://${config.TEMPORAL_METRICS_BIND}/metrics`, port: { ...hostPort(config.TEMPORAL_METRICS_BIND), variable: 'TEMPORAL_METRICS_BIND' } }]
       : []),
     ...(config.APP_ENV !== 'production' && config.SMTP_URL === undefined && config.SMTP_SINK_PORT !== 0
       ? [{ what: 'mail (SMTP sink)', where: `127.0.0.1:${config.SMTP_SINK_PORT}`, port: { host: '127.0.0.1', port: config.SMTP_SINK_PORT, variable: 'SMTP_SINK_PORT' } }]
@@ -283,6 +315,12 @@ async function main(): Promise<void> {
       say(`API:          ${base}/api/v1  (health ${base}/readyz)`);
       say(`API docs:     ${base}/docs  (OpenAPI ${base}/openapi.json)`);
       say(`Web console:  ${base}/console/`);
+      if (config.METRICS_ENABLED) {
+        const served = [`API ${base}/metrics`];
+        if (config.WORKER_METRICS_PORT !== undefined) served.push(`worker http://${config.METRICS_HOST}:${config.WORKER_METRICS_PORT}/metrics`);
+        if (config.TEMPORAL_METRICS_BIND !== undefined) served.push(`Temporal SDK http://${config.TEMPORAL_METRICS_BIND}/metrics`);
+        say(`metrics:      ${served.join(', ')}`);
+      }
       if (temporalUi !== null) say(`Temporal UI:  ${temporalUi}`);
       say(`data folder:  ${dataDir}`);
       say('Ctrl-C stops everything in order: the API drains, the worker finishes its activities, then the simulator, the mail sink, Temporal and PostgreSQL stop');

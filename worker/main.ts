@@ -7,7 +7,9 @@ import { prepareDatabaseAt } from '../infra/bootstrap.ts';
 import { ConfigError, loadConfig, plcTaskQueueOf, tracingEnabled, webhookAutoHealEnabled } from '../infra/config.ts';
 import { createServiceMetrics, serveMetrics } from '../infra/metrics.ts';
 import { startTracing } from '../infra/tracing.ts';
+import { loadDotEnv } from '../infra/env-file.ts';
 import { createLogger } from '../infra/logger.ts';
+import { temporalLogger } from './temporal-logger.ts';
 import { stopWhenSupervisorExits } from '../infra/supervised.ts';
 import { createWorkerPair } from './create-worker.ts';
 import { ensureGatewayAuditSchedule, ensureLedgerCheckSchedule, ensureWebhookMonitorSchedule } from './schedules.ts';
@@ -20,8 +22,10 @@ import { workflowThreadGuardInstalled } from './workflow-thread-guard.ts';
  * and `run()` resolves; then the pool closes.
  */
 async function main(): Promise<void> {
+  // `.env` of the working directory, under the environment (infra/env-file.ts).
+  loadDotEnv();
   const config = loadConfig();
-  const logger = createLogger(config.LOG_LEVEL, 'worker');
+  const logger = createLogger(config.LOG_LEVEL, 'worker', config.LOG_FORMAT);
   if (config.DATABASE_URL === undefined || config.TEMPORAL_ADDRESS === undefined) {
     throw new ConfigError([
       ...(config.DATABASE_URL === undefined ? ['DATABASE_URL: is required to run the worker alone (npm start sets it)'] : []),
@@ -30,6 +34,9 @@ async function main(): Promise<void> {
   }
   Runtime.install({
     shutdownSignals: ['SIGTERM', 'SIGINT'],
+    // The SDK's log through this process's logger: JSON or pretty like the rest, an expected
+    // refusal one line with its code instead of a stack (worker/temporal-logger.ts).
+    logger: temporalLogger(logger),
     // The SDK's own worker metrics (task slots, poll latencies, sticky cache, activity and workflow
     // task outcomes), served by its core on a Prometheus endpoint of their own.
     ...(config.METRICS_ENABLED && config.TEMPORAL_METRICS_BIND !== undefined

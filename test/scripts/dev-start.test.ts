@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -105,6 +105,8 @@ beforeAll(async () => {
     TEMPORAL_UI_PORT: String(await freePort()),
     SIMULATOR_PORT: String(await freePort()),
     SMTP_SINK_PORT: String(await freePort()),
+    WORKER_METRICS_PORT: String(await freePort()),
+    TEMPORAL_METRICS_BIND: `127.0.0.1:${await freePort()}`,
     SHUTDOWN_GRACE_MS: '20000',
   };
   stack = startNpm(env);
@@ -146,7 +148,7 @@ describe('npm start', () => {
     expect(exit.code).toBe(1);
     const output = second.output();
     expect(output).toContain('npm start is already running with this data folder');
-    for (const port of ['PORT', 'EMBEDDED_POSTGRES_PORT', 'TEMPORAL_DEV_PORT', 'TEMPORAL_UI_PORT', 'SIMULATOR_PORT', 'SMTP_SINK_PORT']) {
+    for (const port of ['PORT', 'EMBEDDED_POSTGRES_PORT', 'TEMPORAL_DEV_PORT', 'TEMPORAL_UI_PORT', 'SIMULATOR_PORT', 'SMTP_SINK_PORT', 'WORKER_METRICS_PORT']) {
       expect(output).toContain(`127.0.0.1:${stack.env[port] ?? ''}`);
     }
     expect(output).toContain(dataDir);
@@ -188,7 +190,7 @@ describe('npm start', () => {
     expect(booked.status, `statuses seen: ${statuses.join(', ')}`).toBe(200);
   });
 
-  it('runs the README quick start as written, from the deposit to the payout and the Temporal CLI', async () => {
+  it('runs the README quick start as written, twice (it can be pasted again), from the deposit to the payout and the Temporal CLI', { timeout: 240_000 }, async () => {
     if (stack === null) throw new Error('not started');
     const readme = await readFile(path.join(root, 'README.md'), 'utf8');
     const section = readme.split(/^## /m).find((part) => part.startsWith('Quick start'));
@@ -207,7 +209,7 @@ describe('npm start', () => {
       .replaceAll('~/.cache/plc-settlement/tools/temporal-cli-v1.5.1/temporal', cli.path);
     // Every default was swapped: the script must not reach a stack on the default ports.
     expect(script).not.toMatch(/:8000|:8233|\.data\/|\.wallets\/|~\/\.cache/);
-    const run = await new Promise<{ code: number | null; output: string }>((resolve) => {
+    const runScript = () => new Promise<{ code: number | null; output: string }>((resolve) => {
       const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
         cwd: root,
         // The CLI's default address (localhost:7233) is this stack's Temporal through TEMPORAL_ADDRESS.
@@ -219,7 +221,12 @@ describe('npm start', () => {
       child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
       child.once('exit', (code) => resolve({ code, output }));
     });
+    // Pasted twice: the second run's wallets and deposit are its own, so it ends the same way.
+    const first = await runScript();
+    expect(first.code, first.output).toBe(0);
+    const run = await runScript();
     expect(run.code, run.output).toBe(0);
+    expect(readdirSync(wallets)).toHaveLength(2);
     expect(run.output).toContain('"available":"50.00"');
     expect(run.output).toMatch(/redemption_id: [0-9a-f-]{36}\nstatus: +PENDING_PAYMENT/);
     expect(run.output).toMatch(/"status":"SETTLED".*"gateway_status":"DONE"/);
@@ -229,7 +236,48 @@ describe('npm start', () => {
     expect(run.output).toMatch(/plc-[0-9a-f-]{36}\s+plcWorkflow/);
     expect(run.output).toMatch(/redemption-[0-9a-f-]{36}\s+redemptionWorkflow/);
     expect(run.output).toContain('WorkflowExecutionStarted');
-    expect(run.output).toMatch(/WorkflowId\s+deposit-quickstart-deposit-1/);
+    expect(run.output).toMatch(/WorkflowId\s+deposit-quickstart-deposit-\d+/);
+  });
+
+  it("serves the worker's metrics on a port of its own, ledger postings among them", async () => {
+    if (stack === null) throw new Error('not started');
+    const workerMetrics = `http://127.0.0.1:${stack.env.WORKER_METRICS_PORT ?? ''}/metrics`;
+    const sdkMetrics = `http://${stack.env.TEMPORAL_METRICS_BIND ?? ''}/metrics`;
+    expect(startLines(stack.output())).toContainEqual(`metrics:      API ${stack.base}/metrics, worker ${workerMetrics}, Temporal SDK ${sdkMetrics}`);
+    const worker = await (await fetch(workerMetrics)).text();
+    // The quick start's deposits, PLCs and payouts were posted by the worker's activities.
+    expect(worker).toMatch(/^plc_ledger_postings_total\{[^}]*\} [1-9]\d*$/m);
+    expect(worker).toMatch(/^plc_redemptions_total\{[^}]*\} [1-9]\d*$/m);
+    expect(await (await fetch(sdkMetrics)).text()).toMatch(/^temporal_/m);
+    expect((await fetch(`${stack.base}/metrics`)).status).toBe(200);
+  });
+
+  it('logs JSON off a terminal, and an expected refusal as one line with its code, not a stack', async () => {
+    if (stack === null) throw new Error('not started');
+    const current = stack;
+    const from = current.output().length;
+    const dir = path.join(dataDir, 'refused-wallet');
+    const wallet = (...args: string[]) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [path.join(root, 'bin/wallet.ts'), '--dir', dir, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+        child.once('exit', (code) => resolve({ code, stderr }));
+      });
+    expect((await wallet('init')).code).toBe(0);
+    // Nothing deposited: the create is refused for insufficient funds.
+    const refused = await wallet('create', '--amount', '3.00', '--currency', 'BRL', '--ttl-hours', '2', '--server', `${current.base}/api/v1`);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('INSUFFICIENT_FUNDS');
+    const logged = await waitFor(() => {
+      const lines = current.output().slice(from).split('\n');
+      return lines.some((line) => line.includes('"activity refused"')) && lines.some((line) => line.includes('"statusCode":409')) ? lines : undefined;
+    }, { what: 'the refusal in the logs' });
+    const records = logged.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(records.find((record) => record.msg === 'activity refused')).toMatchObject({ name: 'worker', level: 'info', code: 'INSUFFICIENT_FUNDS' });
+    // Every line is a record of its own: no stack trace, no multi-line SDK output.
+    expect(logged.filter((line) => line !== '' && !line.startsWith('{') && !line.startsWith('[start] '))).toEqual([]);
+    expect(logged.join('\n')).not.toMatch(/^\s+at /m);
   });
 
   it('stops in order on Ctrl-C to the process group: the API drains, the worker finishes, PostgreSQL stops last', async () => {
