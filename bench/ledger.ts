@@ -40,13 +40,12 @@
  * what the machine could do if this benchmark had it to itself: cores / CPU per operation.
  */
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { findViolations, postTransaction } from '../db/ledger.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { createPool, withTransaction, type PoolClient } from '../db/pool.ts';
 import { moneyModel, type Entry } from '../src/ledger/money-model.ts';
-import { positiveInt } from './support/args.ts';
+import { parseBenchArgs, positiveInt } from './support/args.ts';
 import { ownCpuMs, processesCpuMs } from './support/cpu.ts';
 import { pgbenchInit, pgbenchTablesDrop, pgbenchTpcb, referencePgbenchTps, type PgbenchRun } from './support/pgbench.ts';
 import { formatNumber, formatTable, machineInfo } from './support/report.ts';
@@ -54,7 +53,7 @@ import { runClosedLoop, type ClosedLoopResult } from './support/timing.ts';
 
 const targets = { spreadPerSecond: 3000, hotOverSpread: 0.7, spreadOverBaseline: 0.5 } as const;
 
-const { values: args } = parseArgs({
+const { values: args } = parseBenchArgs(import.meta.url, {
   options: {
     'duration-s': { type: 'string', default: '10' },
     'warmup-s': { type: 'string', default: '2' },

@@ -32,7 +32,6 @@
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { transferPlcRequest } from '../api/schemas/plc.ts';
 import { postTransaction } from '../db/ledger.ts';
@@ -49,14 +48,14 @@ import { baselinePath, floorPath, startServices, type ApiProcess, type BenchServ
 import type { ApiCpu } from './protocol/api-process.ts';
 import { prepareTransfer, runLoad, type Entry, type LoadRun, type PreparedTransfer } from './protocol/transfer-load.ts';
 import { runPosBatchPart, type PosBatchRound } from './protocol/pos-batch.ts';
-import { positiveInt } from './support/args.ts';
+import { parseBenchArgs, positiveInt } from './support/args.ts';
 import { commandVersion, formatNumber, formatTable, machineInfo } from './support/report.ts';
 import { percentile } from './support/stats.ts';
 import { describeWorkflowThreadGuard } from '../worker/workflow-thread-guard.ts';
 
 const targets = { nodeOverRaw: 0.8, transferPerSecond: 1500, transferP99Ms: 50, transferOverFloor: 0.6, createOverBare: 0.7, createP50MsAt2: 80, twoOverOne: 0.9 } as const;
 
-const { values: args } = parseArgs({
+const { values: args } = parseBenchArgs(import.meta.url, {
   options: {
     parts: { type: 'string', default: 'a,b,c' },
     'duration-s': { type: 'string', default: '10' },

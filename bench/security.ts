@@ -21,7 +21,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { buildApp } from '../api/app.ts';
 import { createSecurityService } from '../services/security.ts';
@@ -30,12 +29,13 @@ import { createPool } from '../db/pool.ts';
 import { createGatewayClient } from '../gateway/index.ts';
 import { loadConfig } from '../infra/config.ts';
 import { createPinHasher, pinKdfDefault, type PinKdfParams } from '../infra/pin-hasher.ts';
+import { parseBenchArgs } from './support/args.ts';
 import { ownCpuMs } from './support/cpu.ts';
 import { formatNumber, formatTable, machineInfo } from './support/report.ts';
 import { cleanupStack, createBenchDatabase } from './support/services.ts';
 import { runClosedLoop } from './support/timing.ts';
 
-const { values: args } = parseArgs({
+const { values: args } = parseBenchArgs(import.meta.url, {
   options: {
     'duration-s': { type: 'string', default: '10' },
     'warmup-s': { type: 'string', default: '2' },

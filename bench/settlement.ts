@@ -33,10 +33,9 @@ import path from 'node:path';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { redeemPlcRequest } from '../api/schemas/redemption.ts';
 import { plcFromJson, redeemAuthorizationFromJson, verifyPlc, verifyRedeem } from '../src/protocol/index.ts';
-import { positiveInt } from './support/args.ts';
+import { parseBenchArgs, positiveInt } from './support/args.ts';
 import { commandVersion, formatNumber, formatTable, machineInfo } from './support/report.ts';
 import {
   barePoints,
@@ -60,7 +59,7 @@ import { describeWorkflowThreadGuard } from '../worker/workflow-thread-guard.ts'
 
 const targets = { redemptionsOverBare: 0.7, webhookToSettledP95Ms: 500 } as const;
 
-const { values: args } = parseArgs({
+const { values: args } = parseBenchArgs(import.meta.url, {
   options: {
     'duration-s': { type: 'string', default: '30' },
     'max-per-phase': { type: 'string', default: '400' },
