@@ -1,5 +1,5 @@
 import fastifyRateLimit from '@fastify/rate-limit';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { advisoryLeadership } from '../db/advisory-leader.ts';
@@ -80,7 +80,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const prettyLog = options.deps.config.LOG_FORMAT === 'pretty';
   const common = {
     genReqId: requestIdFrom,
-    disableRequestLogging: prettyLog,
+    ...(prettyLog ? { logController: new LogController({ disableRequestLogging: true }) } : {}),
     bodyLimit: bodyLimitBytes,
     routerOptions: { maxParamLength },
     // While closing, the errors plugin answers 503 in the ErrorResponse shape instead.

@@ -16,7 +16,7 @@ const shutdownGraceMs = 10_000;
 
 async function main(): Promise<void> {
   const config = loadSimulatorConfig();
-  const logger = createLogger(config.logLevel, 'gateway-simulator');
+  const logger = createLogger(config.logLevel, 'gateway-simulator', process.env.LOG_FORMAT === 'pretty' ? 'pretty' : 'json');
   const simulator = await startSimulator({ ...config, logger });
   logger.info(
     {

@@ -49,7 +49,9 @@ export function temporalLogger(logger: Logger): TemporalLogger {
     const { error, ...rest } = (meta ?? {}) as LogMetadata & { error?: unknown };
     const code = refusalCodeOf(error);
     if (code !== undefined && message === 'Activity failed') {
-      logger.info({ ...rest, code, reason: (error as Error).message }, 'activity refused');
+      // What a person needs to find it; the SDK's task token, run id and the like stay out of the line.
+      const { activityType, workflowId, workflowType } = rest as { activityType?: unknown; workflowId?: unknown; workflowType?: unknown };
+      logger.info({ code, reason: (error as Error).message, activityType, workflowType, workflowId }, 'activity refused');
       return;
     }
     logger[pinoLevel[level]]({ ...rest, ...(error === undefined ? {} : { err: error }) }, message);

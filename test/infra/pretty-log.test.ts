@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import Fastify from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { errorCodeOf, requestLogPlugin } from '../../api/plugins/request-log.ts';
@@ -76,7 +76,7 @@ describe('the request-log plugin (LOG_FORMAT=pretty)', () => {
         done();
       },
     });
-    const app = Fastify({ loggerInstance: pino(loggerOptions('info', 'api'), sink), disableRequestLogging: true });
+    const app = Fastify({ loggerInstance: pino(loggerOptions('info', 'api'), sink), logController: new LogController({ disableRequestLogging: true }) });
     await app.register(requestLogPlugin);
     app.post('/api/v1/plc/create', async (_request, reply) => reply.code(409).send({ code: 'INSUFFICIENT_FUNDS', message: 'insufficient funds' }));
     app.get('/readyz', async () => ({ status: 'ready' }));
