@@ -1,7 +1,8 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import type { ZodType } from 'zod';
-import { frameworkStatusByCode, statusByCode } from './errors.ts';
+import { frameworkStatusByCode } from '../schemas/framework-errors.ts';
+import { statusByCode } from './errors.ts';
 import { adminGuardErrorCodes, isAdminGuard } from './auth.ts';
 import { idempotencyErrorCodes, idempotencyOf, replayedHeaderName } from './idempotency.ts';
 import { deviceRateLimitKey } from '../device-id.ts';
