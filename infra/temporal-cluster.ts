@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
-import { cp, mkdir, rm } from 'node:fs/promises';
+import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -239,4 +239,21 @@ export function startBinary(options: {
       clearTimeout(timer);
     },
   };
+}
+
+/**
+ * Writes `template` to `target` with each `${NAME}` replaced by `values[NAME]`; a placeholder
+ * without a value is an error (a config file must never reach a server half filled in).
+ */
+export async function renderTemplate(template: string, target: string, values: Readonly<Record<string, string>>): Promise<void> {
+  const text = await readFile(template, 'utf8');
+  const missing = new Set<string>();
+  const rendered = text.replace(/\$\{([A-Z0-9_]+)\}/g, (_, name: string) => {
+    const value = values[name];
+    if (value === undefined) missing.add(name);
+    return value ?? '';
+  });
+  if (missing.size > 0) throw new Error(`${template}: no value for ${[...missing].join(', ')}`);
+  await mkdir(path.dirname(target), { recursive: true });
+  await writeFile(target, rendered);
 }

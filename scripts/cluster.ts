@@ -16,6 +16,7 @@ import { inProcessService, startNodeProcess, StoppingError, Supervisor, type Run
 import { resolveTemporalCli, temporalCliHelp } from '../infra/temporal-cli.ts';
 import {
   ensureTemporalDatabases,
+  renderTemplate,
   resolveTemporalServer,
   resolveTemporalUi,
   setupTemporalSchemas,
@@ -23,7 +24,7 @@ import {
   temporalServerVersion,
   type TemporalDatabase,
 } from '../infra/temporal-cluster.ts';
-import { waitForFrontend } from '../infra/temporal-dev-server.ts';
+import { waitForFrontend, waitForPort } from '../infra/temporal-dev-server.ts';
 import { workerPreloadUrl } from '../worker/workflow-thread-guard.ts';
 
 /**
@@ -229,6 +230,12 @@ async function main(): Promise<void> {
 
     let uiUrl: string | null = null;
     if (ui !== null) {
+      const uiConfigDir = path.join(dataDir, 'temporal-ui');
+      await renderTemplate(path.join(root, 'deploy/temporal/cluster/ui/cluster.yaml'), path.join(uiConfigDir, 'cluster.yaml'), {
+        PLC_TEMPORAL_UI_FRONTEND: frontendAddress,
+        PLC_TEMPORAL_UI_PORT: String(ports.ui),
+        PLC_TEMPORAL_UI_NAMESPACE: namespace,
+      });
       await supervisor.start({
         name: 'temporal-ui',
         stopped: 'the Temporal UI stopped',
@@ -239,19 +246,15 @@ async function main(): Promise<void> {
             startBinary({
               name: 'temporal-ui',
               command: ui,
-              args: ['--root', path.join(root, 'deploy/temporal/cluster'), '--config', 'ui', '--env', 'cluster', 'start'],
-              env: {
-                ...(process.env as Record<string, string>),
-                PLC_TEMPORAL_UI_FRONTEND: frontendAddress,
-                PLC_TEMPORAL_UI_PORT: String(ports.ui),
-                PLC_TEMPORAL_UI_NAMESPACE: namespace,
-              },
+              args: ['--root', dataDir, '--config', 'temporal-ui', '--env', 'cluster', 'start'],
+              env: process.env as Record<string, string>,
               logFile: path.join(logDir, 'temporal-ui.log'),
               graceMs: 5_000,
               say,
             }),
           ),
       });
+      await waitForPort('127.0.0.1', ports.ui, 30_000);
       uiUrl = `http://127.0.0.1:${ports.ui}`;
     }
 
