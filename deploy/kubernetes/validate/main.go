@@ -10,6 +10,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -20,8 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -251,21 +252,108 @@ func (s *set) check() {
 	}
 }
 
+// lookup follows a dotted path through decoded YAML maps.
+func lookup(values map[string]any, dotted string) (any, bool) {
+	var current any = values
+	for _, key := range strings.Split(dotted, ".") {
+		object, ok := current.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		current, ok = object[key]
+		if !ok {
+			return nil, false
+		}
+	}
+	return current, true
+}
+
+// checkHelmValues checks the values for the official Temporal chart: the pinned server version,
+// the shard count, SQL on PostgreSQL for both stores, the bundled stores off.
+func (s *set) checkHelmValues(file, serverVersion, uiVersion string, shards int) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		s.fail("%s: %v", file, err)
+		return
+	}
+	asJSON, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		s.fail("%s: not YAML (or a key given twice): %v", file, err)
+		return
+	}
+	var values map[string]any
+	if err := json.Unmarshal(asJSON, &values); err != nil {
+		s.fail("%s: %v", file, err)
+		return
+	}
+	expect := func(dotted string, want any) {
+		got, ok := lookup(values, dotted)
+		if !ok || fmt.Sprint(got) != fmt.Sprint(want) {
+			s.fail("%s: %s must be %v (is %v)", file, dotted, want, got)
+		}
+	}
+	expect("server.image.tag", serverVersion)
+	expect("web.image.tag", uiVersion)
+	expect("server.config.numHistoryShards", shards)
+	for _, store := range []string{"default", "visibility"} {
+		expect("server.config.persistence."+store+".driver", "sql")
+		expect("server.config.persistence."+store+".sql.driver", "postgres12")
+		if secret, ok := lookup(values, "server.config.persistence."+store+".sql.existingSecret"); !ok || fmt.Sprint(secret) == "" {
+			s.fail("%s: server.config.persistence.%s.sql.existingSecret must name the Secret holding the password", file, store)
+		}
+		if _, ok := lookup(values, "server.config.persistence."+store+".sql.password"); ok {
+			s.fail("%s: server.config.persistence.%s.sql.password must not be in the file (existingSecret holds it)", file, store)
+		}
+	}
+	for _, bundled := range []string{"cassandra", "mysql", "postgresql", "elasticsearch", "prometheus", "grafana"} {
+		expect(bundled+".enabled", false)
+	}
+	fmt.Printf("ok %s: Temporal %s, %d history shards, SQL persistence and visibility on PostgreSQL\n", file, serverVersion, shards)
+}
+
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: validate FILE.yaml...")
+	helmValues := flag.String("helm-values", "", "values file for the official Temporal Helm chart to check")
+	serverVersion := flag.String("temporal-version", "", "the Temporal server version the Helm values must pin")
+	uiVersion := flag.String("ui-version", "", "the Temporal UI version the Helm values must pin")
+	shards := flag.Int("shards", 0, "the history shard count the Helm values must set")
+	summary := flag.String("summary", "", "write the ConfigMaps' data and the Deployments' environment as JSON to this file")
+	flag.Parse()
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: validate [-helm-values FILE -temporal-version V -ui-version V -shards N] [-summary FILE] MANIFEST.yaml...")
 		os.Exit(2)
 	}
 	s := &set{deployments: map[string]*appsv1.Deployment{}, secrets: map[string]*corev1.Secret{}, configMaps: map[string]*corev1.ConfigMap{}}
-	for _, file := range os.Args[1:] {
+	for _, file := range flag.Args() {
 		s.load(file)
 	}
 	s.check()
+	if *helmValues != "" {
+		s.checkHelmValues(*helmValues, *serverVersion, *uiVersion, *shards)
+	}
+	if *summary != "" {
+		out := map[string]any{"configMaps": map[string]map[string]string{}, "env": map[string][]string{}}
+		for name, configMap := range s.configMaps {
+			out["configMaps"].(map[string]map[string]string)[name] = configMap.Data
+		}
+		for name, deployment := range s.deployments {
+			var names []string
+			for _, container := range deployment.Spec.Template.Spec.Containers {
+				for _, variable := range container.Env {
+					names = append(names, variable.Name)
+				}
+			}
+			out["env"].(map[string][]string)[name] = names
+		}
+		encoded, _ := json.Marshal(out)
+		if err := os.WriteFile(*summary, encoded, 0o600); err != nil {
+			s.fail("%s: %v", *summary, err)
+		}
+	}
 	if len(s.problems) > 0 {
 		for _, problem := range s.problems {
 			fmt.Fprintln(os.Stderr, problem)
 		}
 		os.Exit(1)
 	}
-	fmt.Printf("%d files: every manifest decodes strictly and keeps deploy/kubernetes's rules\n", len(os.Args)-1)
+	fmt.Printf("%d manifest files: every document decodes strictly into k8s.io/api and keeps deploy/kubernetes's rules\n", flag.NArg())
 }
