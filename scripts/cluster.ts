@@ -90,11 +90,13 @@ async function main(): Promise<void> {
     HOST: '127.0.0.1',
     TEMPORAL_ADDRESS: `127.0.0.1:${ports.frontend}`,
     SMTP_SINK_PORT: String(ports.smtp),
-    GATEWAY_BASE_URL: `http://127.0.0.1:${ports.simulator}`,
     TEMPORAL_UI_URL: `http://127.0.0.1:${ports.ui}`,
     // The gateway's validation call and its webhooks reach the API through the load balancer.
     GATEWAY_VALIDATION_URL: `${lb}/api/v1/webhooks/transfer/validate`,
   };
+  // A gateway of the caller's (GATEWAY_BASE_URL, or an Asaas environment), as `npm start` takes one; else the simulator.
+  const realGateway = (process.env.GATEWAY_BASE_URL ?? '') !== '' || (process.env.GATEWAY_ASAAS_ENVIRONMENT ?? '') !== '';
+  if (!realGateway) env.GATEWAY_BASE_URL = `http://127.0.0.1:${ports.simulator}`;
   const config = loadConfig(env);
   const namespace = config.TEMPORAL_NAMESPACE;
 
@@ -288,7 +290,7 @@ async function main(): Promise<void> {
     const graceMs = config.SHUTDOWN_GRACE_MS + 5_000;
     const node = (name: string, file: string, nodeOptions: readonly string[], childEnv: Record<string, string>) => (): Promise<RunningService> =>
       Promise.resolve(startNodeProcess({ name, file: path.join(root, file), nodeOptions, env: childEnv, graceMs, say }));
-    await supervisor.start({
+    if (!realGateway) await supervisor.start({
       name: 'simulator',
       stopped: 'the gateway simulator stopped (its state kept in the data folder)',
       stopRank: 5,
