@@ -11,6 +11,8 @@ import { clusterPorts } from '../../infra/cluster.ts';
 import { stateFileName, type DevState } from '../../infra/dev-state.ts';
 import { isAlive } from '../../infra/pids.ts';
 import { freePort } from '../../infra/temporal-dev-server.ts';
+import { runChaos } from '../../scripts/chaos/campaign.ts';
+import type { Stack } from '../../scripts/chaos/stack.ts';
 import { createSimulator, type Simulator } from '../../simulator/app.ts';
 import { plcToJson, type Plc } from '../../src/protocol/index.ts';
 import { bankSlipLine, boletoRedeemBody, feeConsentBody, redeemBody } from '../support/settlement.ts';
@@ -20,7 +22,8 @@ import { hop, issue, newWallet, type TestWallet } from '../support/wallet.ts';
  * `npm run test:cluster` (after the main suite in .ci/run): `npm run start:cluster` as a person
  * runs it (Temporal's services as separate processes on PostgreSQL, two API replicas behind
  * HAProxy, two workers), with the gateway simulator in this process so the test is the bank: it
- * holds payouts in BANK_PROCESSING while it breaks something, then pays them. Then: the journey
+ * holds payouts in BANK_PROCESSING while it breaks something, then pays them. Then: the chaos
+ * campaign's short form (scripts/chaos; its parts that need no whole-stack kill or freeze); the journey
  * (deposit, create, hops, redeem to Pix and to Boleto, the webhooks, SETTLED, the ledger
  * verified); a history process and a matching process SIGKILLed while redemptions are in flight;
  * an API replica and a worker SIGKILLed under load. Every redemption must end SETTLED with
@@ -235,6 +238,15 @@ beforeAll(async () => {
     ADMIN_USERNAME: admin.username,
     ADMIN_PASSWORD: admin.password,
     LOG_LEVEL: 'warn',
+    // As the chaos campaign's own stack runs the service (scripts/chaos/stack.ts): its parts run here too.
+    GATEWAY_TIMEOUT_MS: '3000',
+    REDEMPTION_WEBHOOK_WAIT_MS: '3000',
+    RATE_LIMIT_PLC_PER_MINUTE: '1000000',
+    RATE_LIMIT_TRANSFER_PER_MINUTE: '1000000',
+    RATE_LIMIT_REDEEM_PER_MINUTE: '1000000',
+    PLC_DAILY_LIMIT_MINOR: '1000000000000',
+    GATEWAY_AUDIT_INTERVAL_MS: '0',
+    SHUTDOWN_GRACE_MS: '2000',
   };
   // A process group of its own, as a terminal's foreground job: Ctrl-C is SIGINT to the group.
   child = spawn('npm', ['run', '--silent', 'start:cluster'], { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -279,6 +291,58 @@ describe('npm run start:cluster', () => {
     // Both replicas answer behind the balancer, and each on its own port.
     for (const port of ports.api) expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${ports.loadBalancer}/livez`)).status).toBe(200);
+  });
+
+  it("the chaos campaign's short form against the cluster: no invariant broken", { timeout: 600_000 }, async () => {
+    const password = (await readFile(path.join(dataDir, 'postgres-password'), 'utf8')).trim();
+    const workers = ['worker-1', 'worker-2'];
+    let killed: Record<string, number> = {};
+    // The campaign's view of the cluster: "the worker" is both worker processes; the supervisor restarts them.
+    const stack: Stack = {
+      ports: { api: ports.loadBalancer, simulator: Number(new URL(sim().url ?? '').port), postgres: ports.postgres, temporal: ports.frontend },
+      apiUrl: `http://127.0.0.1:${ports.loadBalancer}`,
+      databaseUrl: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${ports.postgres}/settlement`,
+      temporalAddress: `127.0.0.1:${ports.frontend}`,
+      simulator: sim(),
+      webhookToken,
+      admin,
+      taskQueue: 'settlement',
+      killWorker: async () => {
+        const { processes } = await state();
+        killed = Object.fromEntries(workers.map((name) => [name, processes[name] as number]));
+        for (const pid of Object.values(killed)) process.kill(pid, 'SIGKILL');
+      },
+      startWorker: async () => {
+        await until('the workers restarted', async () => {
+          const { processes } = await state();
+          return workers.every((name) => typeof processes[name] === 'number' && processes[name] !== killed[name] && isAlive(processes[name] as number)) ? true : false;
+        }, 60_000);
+      },
+      killAll: () => Promise.reject(new Error('not run against the cluster')),
+      freeze: () => Promise.reject(new Error('not run against the cluster')),
+      stop: async () => {},
+    };
+    // First, while every payout at the gateway is a Pix transfer, the only kind the campaign's invariants know.
+    // The campaign is the bank meanwhile (it fails one payout in ten on purpose).
+    bankHeld = true;
+    try {
+      const result = await runChaos({
+        seed: 39,
+        short: true,
+        ports: 'free',
+        stack,
+        // The parts that kill the whole stack or freeze a dependency run on the campaign's own stack (npm test).
+        only: ['concurrent redemptions', 'worker SIGKILL', 'hostile webhooks', 'bad headers', 'cheating issuers', 'rogue gateway'],
+        log: (line) => {
+          output += `[chaos] ${line}\n`;
+        },
+      });
+      expect(result.parts.map((part) => part.name)).toHaveLength(6);
+      expect(result.parts.reduce((total, part) => total + part.payouts, 0)).toBeGreaterThan(0);
+      expect(result.violations).toEqual([]);
+    } finally {
+      bankHeld = false;
+    }
   });
 
   it('the journey: deposit, create, hops, redeem to Pix and to Boleto, the webhooks, SETTLED, the ledger verified', async () => {
