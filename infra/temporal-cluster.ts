@@ -257,3 +257,26 @@ export async function renderTemplate(template: string, target: string, values: R
   await mkdir(path.dirname(target), { recursive: true });
   await writeFile(target, rendered);
 }
+
+/**
+ * Waits until the first service has written the cluster's metadata row (`cluster_metadata_info`).
+ * Every service writes it at its start when missing; on a fresh database, services started
+ * together race to insert it and the losers exit ("duplicate key ... cluster_metadata_info_pkey"),
+ * so the first service starts alone and the others after this.
+ */
+export async function waitForClusterMetadata(target: TemporalDatabase, timeoutMs: number, ended: () => boolean): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new pg.Client({ host: target.host, port: target.port, user: target.user, password: target.password, database: target.database });
+    try {
+      await client.connect();
+      const result = await client.query('SELECT 1 FROM cluster_metadata_info LIMIT 1');
+      if ((result.rowCount ?? 0) > 0) return;
+    } finally {
+      await client.end().catch(() => {});
+    }
+    if (ended()) throw new Error('the first Temporal service exited before it wrote the cluster metadata (see its log)');
+    if (Date.now() > deadline) throw new Error(`the first Temporal service did not write the cluster metadata within ${timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}

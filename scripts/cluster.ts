@@ -23,6 +23,7 @@ import {
   startBinary,
   temporalServerVersion,
   type TemporalDatabase,
+  waitForClusterMetadata,
 } from '../infra/temporal-cluster.ts';
 import { waitForFrontend, waitForPort } from '../infra/temporal-dev-server.ts';
 import { workerPreloadUrl } from '../worker/workflow-thread-guard.ts';
@@ -225,6 +226,14 @@ async function main(): Promise<void> {
           ),
       });
       say(`Temporal ${service} service started (pid ${String(running.pid)}, log ${path.join(logDir, `${name}.log`)})`);
+      // History first and alone until the cluster's metadata is written (a fresh database's first start).
+      if (service === 'history') {
+        let ended = false;
+        void running.exited.then(() => {
+          ended = true;
+        });
+        await waitForClusterMetadata(temporalDb, 120_000, () => ended);
+      }
     }
     const frontendAddress = `127.0.0.1:${ports.frontend}`;
     await waitForFrontend(frontendAddress, 120_000);
@@ -340,7 +349,6 @@ async function main(): Promise<void> {
               ...(process.env as Record<string, string>),
               PLC_LB_HOST: '127.0.0.1',
               PLC_LB_PORT: String(ports.loadBalancer),
-              PLC_LB_STATS_SOCKET: path.join(dataDir, 'haproxy.sock'),
               PLC_API1_PORT: String(ports.api[0]),
               PLC_API2_PORT: String(ports.api[1]),
             },
