@@ -1,5 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type Plugin } from 'vite';
+import { hexToBytes } from './src/protocol/bytes.ts';
+import { isValidPublicKey } from './src/protocol/keys.ts';
 
 /**
  * The browser wallet (docs/wallet.md): Preact components in TypeScript, bundled by Vite into
@@ -67,6 +69,16 @@ self.addEventListener('fetch', (event) => {
   event.respondWith(caches.open(cacheName).then((cache) => cache.match(request, { ignoreSearch: true })).then((cached) => cached ?? fetch(request)));
 });
 `;
+
+/**
+ * A deployment builds its own service key in (docs/wallet.md, "Trusted service key"):
+ * `VITE_WALLET_BLOCKLIST_KEY=<64 hex digits> npm run build:wallet`. A key that is not one fails the
+ * build rather than shipping a wallet that trusts nothing (or the wrong thing).
+ */
+const builtInKey = process.env.VITE_WALLET_BLOCKLIST_KEY;
+if (builtInKey !== undefined && (!/^[0-9a-f]{64}$/.test(builtInKey) || !isValidPublicKey(hexToBytes(builtInKey, 32)))) {
+  throw new Error('VITE_WALLET_BLOCKLIST_KEY must be an Ed25519 public key in 64 lowercase hex digits');
+}
 
 export default defineConfig({
   root: fileURLToPath(new URL('./wallet/', import.meta.url)),

@@ -1,5 +1,3 @@
-import type { Queryable } from './pool.ts';
-
 /**
  * Facts the database layer reports once they are committed, for the Prometheus counters
  * (infra/metrics.ts; docs/operations.md, "Counted where committed"). A write reports its fact with
@@ -43,8 +41,11 @@ function deliver(fact: CommittedFact): void {
   }
 }
 
-/** Reports a fact written through `db`: now on a pool, at COMMIT inside `withTransaction`. */
-export function reportCommitted(db: Queryable, fact: CommittedFact): void {
+/**
+ * Reports a fact written through `db` (the pool or the client the write ran on; only its identity
+ * is read): now on a pool, at COMMIT inside `withTransaction`.
+ */
+export function reportCommitted(db: object, fact: CommittedFact): void {
   if (listeners.size === 0) return;
   const queued = pending.get(db);
   if (queued === undefined) deliver(fact);

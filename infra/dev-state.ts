@@ -91,7 +91,13 @@ export interface DataDirClaim {
  * Claims `dataDir` for this supervisor. Throws AlreadyRunningError (its message says what runs
  * and where) when a live `npm start` holds it; cleans up after a dead one.
  */
-export async function claimDataDir(options: { dataDir: string; endpoints: Endpoint[]; say: (line: string) => void }): Promise<DataDirClaim> {
+export async function claimDataDir(options: {
+  dataDir: string;
+  endpoints: Endpoint[];
+  say: (line: string) => void;
+  /** A fragment of the supervisor's command line (default `dev.ts`; `npm run start:cluster`: `cluster.ts`). */
+  program?: string;
+}): Promise<DataDirClaim> {
   const file = path.join(options.dataDir, stateFileName);
   const state: DevState = {
     pid: process.pid,
@@ -118,7 +124,7 @@ export async function claimDataDir(options: { dataDir: string; endpoints: Endpoi
     } catch {
       previous = null;
     }
-    if (previous !== null && previous.pid !== process.pid && runs(previous.pid, 'dev.ts')) {
+    if (previous !== null && previous.pid !== process.pid && runs(previous.pid, options.program ?? 'dev.ts')) {
       throw new AlreadyRunningError(describeRunning(previous));
     }
     options.say(`an earlier npm start (pid ${String(previous?.pid ?? 'unknown')}) ended without stopping: cleaning up after it`);

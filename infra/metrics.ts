@@ -257,11 +257,19 @@ export function bearerMatches(header: string | undefined, token: string): boolea
 
 /**
  * The worker's metrics server: `GET /metrics` on its own address (loopback by default, so
- * reaching it is a deployment decision), nothing else.
+ * reaching it is a deployment decision), and, when `health` is given (the worker), the probes
+ * Kubernetes calls (deploy/kubernetes/worker.yaml): `GET /livez` answers 200 while the process
+ * answers at all, `GET /readyz` 200 while `health.ready()` says so and 503 otherwise. Nothing else.
  */
-export async function serveMetrics(metrics: ServiceMetrics, address: { host: string; port: number }): Promise<Server> {
+export async function serveMetrics(metrics: ServiceMetrics, address: { host: string; port: number }, health?: { ready: () => boolean }): Promise<Server> {
   const server = createServer((request, response) => {
-    if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
+    const url = (request.url ?? '').split('?')[0];
+    if (request.method === 'GET' && health !== undefined && (url === '/livez' || url === '/readyz')) {
+      const ok = url === '/livez' || health.ready();
+      response.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ok' : 'not ready' }));
+      return;
+    }
+    if (request.method !== 'GET' || url !== '/metrics') {
       response.writeHead(404).end();
       return;
     }

@@ -18,7 +18,7 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
  */
 
 /** Requests that are not worth a trace: probes and scrapes. */
-const untracedPaths = new Set(['/healthz', '/readyz', '/metrics']);
+const untracedPaths = new Set(['/healthz', '/livez', '/readyz', '/metrics']);
 
 export interface Tracing {
   /** Forwards to every configured processor: the worker hands it to the workflow span sink. */

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createPool } from '../db/pool.ts';
 import { prepareDatabase } from '../infra/bootstrap.ts';
 import { ConfigError, loadConfig } from '../infra/config.ts';
 import { prepareDevelopmentSecurity } from '../infra/dev-security.ts';
+import { loadOrCreateSecret, waitForReady } from '../infra/dev-stack.ts';
 import { AlreadyRunningError, claimDataDir, type DataDirClaim, type Endpoint } from '../infra/dev-state.ts';
 import { startEmbeddedPostgres, stopLeftoverPostgres } from '../infra/embedded-postgres.ts';
 import { loadDotEnv } from '../infra/env-file.ts';
@@ -49,30 +49,9 @@ const say = (line: string): void => {
   process.stdout.write(`[start] ${line}\n`);
 };
 
-async function loadOrCreateSecret(file: string, make: () => string): Promise<{ value: string; created: boolean }> {
-  if (existsSync(file)) return { value: (await readFile(file, 'utf8')).trim(), created: false };
-  const value = make();
-  await writeFile(file, `${value}\n`, { mode: 0o600 });
-  return { value, created: true };
-}
-
 function hostPort(bind: string): { host: string; port: number } {
   const at = bind.lastIndexOf(':');
   return { host: bind.slice(0, at), port: Number(bind.slice(at + 1)) };
-}
-
-async function waitForReady(url: string, timeoutMs: number, giveUp: () => boolean): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline && !giveUp()) {
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(3000) });
-      if (response.status === 200) return true;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  return false;
 }
 
 async function main(): Promise<void> {

@@ -7,8 +7,6 @@ import { forkEvidenceJson, forkFlagKey, type ForkFinding } from '../src/plc/fork
 import {
   blocklistToJson,
   bytesToHex,
-  developmentBlocklistSeed,
-  generateKeyPair,
   hexToBytes,
   signBlocklist,
   canonicalReceiptKeyOrder,
@@ -81,11 +79,6 @@ export async function recordForkAndBlock(pool: Pool, finding: ForkFinding, where
     if (created) await onKeyBlocked(tx, entry);
     return { flag, block: entry };
   });
-}
-
-/** The service's blocklist key: BLOCKLIST_SIGNING_SEED, or the published development seed. */
-export function blocklistSigningKey(config: { BLOCKLIST_SIGNING_SEED?: string | undefined }): KeyPair {
-  return generateKeyPair(config.BLOCKLIST_SIGNING_SEED === undefined ? developmentBlocklistSeed : hexToBytes(config.BLOCKLIST_SIGNING_SEED, 32));
 }
 
 /**

@@ -18,7 +18,7 @@ import {
   type PlcCommitment,
   type ReceiptKey,
 } from '../src/protocol/index.ts';
-import { blocklistSigningKey } from './blocklist.ts';
+import { blocklistSigningKey } from './service-keys.ts';
 
 /**
  * The service's issue receipts (docs/protocol.md section 19): signed once a create has reserved

@@ -46,9 +46,11 @@ async function main(): Promise<void> {
   // Traces (docs/operations.md): before the pool and the worker exist.
   const tracing = tracingEnabled(config) ? startTracing({ serviceName: 'plc-settlement-worker', otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT }) : null;
   const metrics = config.METRICS_ENABLED ? createServiceMetrics({ process: 'worker' }) : null;
+  // Ready (GET /readyz on the metrics bind) from the moment the workers poll until they stop.
+  let polling = false;
   const metricsServer =
     metrics !== null && config.WORKER_METRICS_PORT !== undefined
-      ? await serveMetrics(metrics, { host: config.METRICS_HOST, port: config.WORKER_METRICS_PORT })
+      ? await serveMetrics(metrics, { host: config.METRICS_HOST, port: config.WORKER_METRICS_PORT }, { ready: () => polling })
       : null;
   stopWhenSupervisorExits();
   await prepareDatabaseAt(config.DATABASE_URL, config, logger, 'settlement-worker-migrate');
@@ -109,7 +111,12 @@ async function main(): Promise<void> {
       },
       'worker started',
     );
-    await workers.run();
+    polling = true;
+    try {
+      await workers.run();
+    } finally {
+      polling = false;
+    }
     logger.info('worker stopped');
   } finally {
     await connection.close();

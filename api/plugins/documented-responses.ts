@@ -1,7 +1,8 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import type { ZodType } from 'zod';
-import { frameworkStatusByCode, statusByCode } from './errors.ts';
+import { frameworkStatusByCode } from '../schemas/framework-errors.ts';
+import { statusByCode } from './errors.ts';
 import { adminGuardErrorCodes, isAdminGuard } from './auth.ts';
 import { idempotencyErrorCodes, idempotencyOf, replayedHeaderName } from './idempotency.ts';
 import { deviceRateLimitKey } from '../device-id.ts';
@@ -22,7 +23,8 @@ import { errorResponse, httpValidationError } from '../schemas/common.ts';
  *   a key reused with another body, and `X-Idempotency-Replayed` on a replayed answer.
  *
  * What a route refuses on its own (404, 409, 502, 503 from a domain code) it declares in its
- * schema; this plugin describes those entries by status. The response schema is what Fastify
+ * schema; this plugin describes those entries by status, and each success from its schema's own
+ * description or the operation's summary (`successNote`). The response schema is what Fastify
  * serializes with, so an answer that does not fit the documented body fails loudly. Test apps
  * check that every status a test sees is documented (test/support/app.ts).
  */
@@ -50,6 +52,7 @@ const retryAfterHeader = { 'retry-after': { type: 'integer', description: 'Secon
 
 /** What a domain status means, for the statuses a route declares itself (the operation's description names its own codes). */
 const domainNotes: Record<number, ResponseNote> = {
+  401: { description: 'Not authenticated: `code` names why (a missing or wrong token or credential; docs/errors.md).' },
   403: { description: 'Refused: `code` names why (docs/errors.md).' },
   404: { description: 'Not found: `code` names what is missing (docs/errors.md).' },
   409: { description: 'Refused in the current state (a conflict): `code` names the refusal (docs/errors.md).' },
@@ -71,6 +74,28 @@ const domainNotes: Record<number, ResponseNote> = {
     description: 'The payment gateway did not answer in time (`GATEWAY_TIMEOUT`): the operation may or may not have happened there; read its state before trying again.',
   },
 };
+
+/**
+ * What a success answers, for a status no note describes: the response schema's own description
+ * when it has one, else what the operation does (its summary) behind the status's meaning, so
+ * that no response reads "Default Response" in the interactive docs.
+ */
+function successNote(route: RouteOptions, status: number, schema: unknown): string {
+  const own = (schema as { description?: unknown } | undefined)?.description;
+  const summary = typeof route.schema?.summary === 'string' ? route.schema.summary : '';
+  const what = typeof own === 'string' && own.length > 0 ? own : summary.length > 0 ? summary : 'the operation';
+  const methods = [route.method].flat().map((method) => String(method).toUpperCase());
+  switch (status) {
+    case 201:
+      return `Created: ${what}.`;
+    case 202:
+      return `Accepted and still running (it goes on in its workflow; the body says where to follow it): ${what}.`;
+    case 204:
+      return `Done, nothing to answer: ${what}.`;
+    default:
+      return methods.every((method) => method === 'GET' || method === 'HEAD') ? `OK: ${what}.` : `Done: ${what}.`;
+  }
+}
 
 /** Bodies the plugins send, to check that a route's own schema for the same status accepts them. */
 const sampleBodies = {
@@ -230,6 +255,7 @@ export const documentedResponsesPlugin = fp<DocumentedResponsesOptions>(
           headers: { [replayedHeaderName]: { type: 'string', description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key (nothing was done again).' } },
         };
       }
+      for (const status of Object.keys(response)) notes[status] ??= { description: successNote(route, Number(status), response[status]) };
       const security = isAdminRoute(route) && route.schema?.security === undefined ? { security: [{ bearer: [] }] } : {};
       route.schema = { ...route.schema, ...security, response };
       route.config = { ...route.config, documentedResponses: notes };

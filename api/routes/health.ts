@@ -41,18 +41,21 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
   const expectedMigrations = await countMigrationFiles();
 
-  routes.get(
-    '/healthz',
-    {
-      schema: {
-        tags: ['health'],
-        summary: 'The process is alive',
-        description: 'Liveness: answers 200 as long as the process serves requests; checks nothing else (see /readyz).',
-        response: { 200: z.object({ status: z.literal('ok') }) },
+  // Liveness: /healthz, and /livez under the name Kubernetes' probes use (deploy/kubernetes/api.yaml).
+  for (const url of ['/healthz', '/livez'] as const) {
+    routes.get(
+      url,
+      {
+        schema: {
+          tags: ['health'],
+          summary: 'The process is alive',
+          description: 'Liveness: answers 200 as long as the process serves requests; checks nothing else (see /readyz).',
+          response: { 200: z.object({ status: z.literal('ok') }) },
+        },
       },
-    },
-    async () => ({ status: 'ok' as const }),
-  );
+      async () => ({ status: 'ok' as const }),
+    );
+  }
 
   routes.get(
     '/readyz',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { errorCodes } from '../../src/errors.ts';
-import { frameworkStatusByCode, type FrameworkErrorCode } from '../plugins/errors.ts';
+import { frameworkStatusByCode, type FrameworkErrorCode } from './framework-errors.ts';
 
 /**
  * The spec's validation error body: `{"detail":[{"loc":[...],"msg":"...","type":"..."}]}`. A 422

@@ -11,6 +11,9 @@ import {
 import type { Pool } from '../pool.ts';
 import { phasesByTool } from './phases/index.ts';
 import { completeRun, createRun, markRunFailed } from './runs.ts';
+import type { BatchResult, ReconcileContext } from './phase.ts';
+
+export type { BatchResult, ReconcileContext, PhaseBatch, ReconcilePhase } from './phase.ts';
 
 /**
  * The reconcile tools' phase engine (docs/reconciliation.md). Every tool is a list of phases
@@ -24,41 +27,6 @@ import { completeRun, createRun, markRunFailed } from './runs.ts';
  * services/reconcile-gateway.ts and services/gateway-audit.ts, and their dry runs through
  * `runDryBatches` here.
  */
-
-export interface ReconcileContext {
-  runId: string;
-  tool: ReconcileTool;
-  params: ReconcileParams;
-  dryRun: boolean;
-  /** Called after each account or transaction a real run fixes; activities heartbeat here. */
-  progress: () => void;
-}
-
-export interface PhaseBatch {
-  scanned: number;
-  found: number;
-  /** The last key looked at, or null when the phase has nothing after this batch. */
-  next: string | null;
-}
-
-/**
- * One pass of a tool over one keyed set. `batch` looks at up to `limit` keys after `after`
- * (null: from the start), records what it found (and, in a real run, fixed) and returns the
- * last key it looked at.
- */
-export interface ReconcilePhase {
-  name: string;
-  batch(pool: Pool, ctx: ReconcileContext, after: string | null, limit: number): Promise<PhaseBatch>;
-}
-
-export interface BatchResult {
-  /** Which phase the batch ran. */
-  phase: string;
-  scanned: number;
-  found: number;
-  /** Where the next batch starts; null when the tool has looked at everything. */
-  cursor: string | null;
-}
 
 /**
  * Runs one batch of a ledger tool from `cursor` (null: the start). The cursor names the phase

@@ -54,6 +54,8 @@ export interface ChaosOptions {
   only?: readonly string[];
   ports: number | 'free';
   log: (line: string) => void;
+  /** A running stack to use instead of starting one (test:cluster's); its owner stops it. */
+  stack?: Stack;
 }
 
 export interface PartResult {
@@ -729,7 +731,7 @@ class Campaign {
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const startedAt = Date.now();
   options.log(`chaos seed ${options.seed}${options.short ? ' (short)' : ''}: replay with npm run chaos -- --seed ${options.seed}${options.short ? ' --short' : ''}`);
-  const stack = await startStack({ ports: options.ports, seed: options.seed, log: options.log });
+  const stack = options.stack ?? (await startStack({ ports: options.ports, seed: options.seed, log: options.log }));
   const pool = createPool({ connectionString: stack.databaseUrl, max: 4, applicationName: 'chaos' });
   const connection = await Connection.connect({ address: stack.temporalAddress });
   const temporal = new Client({ connection, namespace: 'default' });
@@ -791,7 +793,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     campaign.stopBank();
     await pool.end().catch(() => {});
     await connection.close().catch(() => {});
-    await stack.stop();
+    if (options.stack === undefined) await stack.stop();
   }
   const violations = parts.flatMap((part) => part.violations);
   return { seed: options.seed, short: options.short, parts, violations, seconds: (Date.now() - startedAt) / 1000 };

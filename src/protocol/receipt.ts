@@ -37,7 +37,6 @@ import { bytesEqual, bytesToHex, concatBytes, isTimestampMs, u64be, u8, utf8, uu
 import { checkCommitmentFields, computeCommitmentHash } from './commitment.ts';
 import { ProtocolError } from './errors.ts';
 import { isValidPublicKey, publicKeyOf, sign, verifySignature } from './keys.ts';
-import type { SignedBlocklist } from './blocklist.ts';
 import type { Plc, PlcCommitment } from './types.ts';
 
 /** The receipt format byte (offset 0 of a receipt, offset 19 of its signed message). */
@@ -237,7 +236,7 @@ export function verifyPlcReceipt(plc: Plc, trustedKeys: readonly ReceiptKey[]): 
  * (format v2); otherwise, before it has one, the service key it trusts for the blocklist, for any
  * issued_at. A v2 list that leaves a key out revokes it.
  */
-export function receiptTrustOf(list: SignedBlocklist | undefined, trustedServiceKey: Uint8Array): readonly ReceiptKey[] {
+export function receiptTrustOf(list: { readonly receiptKeys?: readonly ReceiptKey[] | undefined } | undefined, trustedServiceKey: Uint8Array): readonly ReceiptKey[] {
   if (list?.receiptKeys !== undefined) return list.receiptKeys;
   return [{ publicKey: trustedServiceKey, validFromMs: 0, validUntilMs: timestampMsMax }];
 }

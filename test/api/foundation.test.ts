@@ -10,8 +10,8 @@ afterAll(async () => {
 });
 
 describe('health', () => {
-  it('GET /healthz answers ok', async () => {
-    const response = await t.app.inject({ method: 'GET', url: '/healthz' });
+  it.each(['/healthz', '/livez'])('GET %s answers ok', async (url) => {
+    const response = await t.app.inject({ method: 'GET', url });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({ status: 'ok' });
   });

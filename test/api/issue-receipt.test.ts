@@ -7,7 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/app.ts';
-import { blocklistSigningKey, createBlocklistPublisher } from '../../services/blocklist.ts';
+import { createBlocklistPublisher } from '../../services/blocklist.ts';
+import { blocklistSigningKey } from '../../services/service-keys.ts';
 import { createIssueReceipts, publishedReceiptKeys, receiptSigningKey } from '../../services/issue-receipt.ts';
 import { hop, issue, newWallet, plcToJson } from '../support/wallet.ts';
 import {

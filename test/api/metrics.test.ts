@@ -131,6 +131,28 @@ describe('protection of GET /metrics', () => {
       expect(valueOf(text, 'plc_gateway_call_duration_seconds_count', { operation: 'createTransfer', outcome: 'ok' })).toBe(1);
       expect(valueOf(text, 'plc_gateway_call_duration_seconds_count', { operation: 'createTransfer', outcome: 'http_5xx' })).toBe(1);
       expect((await fetch(`http://127.0.0.1:${port}/api/v1/balance/x`)).status).toBe(404);
+      // No probes without a health source (the API serves its own on its main port).
+      expect((await fetch(`http://127.0.0.1:${port}/livez`)).status).toBe(404);
+    } finally {
+      server.close();
+      metrics.close();
+    }
+  });
+
+  it("the worker's bind answers Kubernetes' probes: /livez always, /readyz while its workers poll", async () => {
+    const metrics = createServiceMetrics({ process: 'worker', defaultMetrics: false });
+    let ready = false;
+    const server = await serveMetrics(metrics, { host: '127.0.0.1', port: 0 }, { ready: () => ready });
+    try {
+      const { port } = server.address() as AddressInfo;
+      expect((await fetch(`http://127.0.0.1:${port}/livez`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
+      ready = true;
+      const answer = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(answer.status).toBe(200);
+      expect(await answer.json()).toEqual({ status: 'ok' });
+      expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`, { method: 'POST' })).status).toBe(404);
     } finally {
       server.close();
       metrics.close();

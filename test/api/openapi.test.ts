@@ -132,6 +132,17 @@ describe('every operation documents itself', () => {
     expect(missing).toEqual([]);
   });
 
+  it('describes every response it can answer in words a reader can use (none is left as "Default Response")', () => {
+    const vague: string[] = [];
+    for (const { name, operation } of operations) {
+      for (const [status, response] of Object.entries((operation as { responses?: Record<string, { description?: string }> }).responses ?? {})) {
+        const description = response.description ?? '';
+        if (description === 'Default Response' || description.length < 12) vague.push(`${name} ${status}: ${JSON.stringify(description)}`);
+      }
+    }
+    expect(vague).toEqual([]);
+  });
+
   it('has request examples that fit the schemas it documents', () => {
     const validatorOf = schemaValidator(document);
     const misfits: string[] = [];

@@ -36,7 +36,7 @@ import { pixKeyType } from '../../src/settlement/pix-key.ts';
 import { checkBoletoLine } from '../../src/settlement/boleto.ts';
 import { ApiError, getJson, postJson } from './api.ts';
 import { backupKey, recoverKey } from './backup.ts';
-import { allTokens, deleteToken, getMeta, getToken, putMeta, putToken, type RedeemRecord, type TokenRecord } from './db.ts';
+import { allTokens, deleteMeta, deleteToken, getMeta, getToken, putMeta, putToken, type RedeemRecord, type TokenRecord } from './db.ts';
 import { FountainDecoder, FountainEncoder, decodeFountainParts, isFountainPart } from './fountain.ts';
 import { drawQr, Scanner } from './qr.ts';
 import { createVault, kdfParams, loadVault, openVault, passphraseCharsMin, WrongPassphrase, type Unlocked } from './vault.ts';
@@ -69,9 +69,27 @@ async function loadBlocklist(): Promise<SignedBlocklist | undefined> {
   return verified.ok ? verified.list : undefined;
 }
 
+/**
+ * The service key this build trusts out of the box: `VITE_WALLET_BLOCKLIST_KEY` at build time (a
+ * deployment's own key, checked by vite.wallet.config.ts), else the published development key.
+ */
+const builtInKeyHex: string = import.meta.env.VITE_WALLET_BLOCKLIST_KEY ?? bytesToHex(developmentBlocklistPublicKey);
+const developmentKeyHex = bytesToHex(developmentBlocklistPublicKey);
+
+/** The service key the blocklist (and through it the receipt keys) must be signed with: the one set on this phone, else the build's. */
+async function trustedKeyHex(): Promise<string> {
+  return (await getMeta<string>('blocklist_key')) ?? builtInKeyHex;
+}
+
 async function trustedKey(): Promise<Uint8Array> {
-  const hex = await getMeta<string>('blocklist_key');
-  return hex === undefined ? developmentBlocklistPublicKey : hexToBytes(hex, 32);
+  return hexToBytes(await trustedKeyHex(), 32);
+}
+
+/** Why a typed service key cannot be trusted, or null when it can. */
+function serviceKeyProblem(text: string): string | null {
+  if (!/^[0-9a-f]{64}$/.test(text)) return 'A service key is 64 hexadecimal digits (0-9, a-f).';
+  if (!isValidPublicKey(hexToBytes(text, 32))) return 'Those 64 digits are not an Ed25519 public key: check them against the published key.';
+  return null;
 }
 
 /**
@@ -927,6 +945,99 @@ function Redeem({ me, tokenId, done }: { me: Unlocked; tokenId: string; done: ()
 // ------------------------------------------------------------------------------------------------
 // Settings: blocklist, key
 
+/**
+ * The service key this phone trusts (docs/wallet.md, "Trusted service key"): shown with what it
+ * is, and replaced only after the person has compared the new one with the key the service's
+ * operator publishes. A kept blocklist that the new key did not sign is dropped at once: its
+ * blocked keys and receipt keys would otherwise stand on a key no longer trusted.
+ */
+function TrustedServiceKey({ onChanged }: { onChanged: (kept: KeptBlocklist | null, note: string) => void }) {
+  const [current, setCurrent] = useState<string | null>(null);
+  const [typed, setTyped] = useState('');
+  const [candidate, setCandidate] = useState<string | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+  useEffect(() => {
+    void trustedKeyHex().then(setCurrent);
+  }, []);
+  const review = (text: string) => {
+    const hex = text.trim().toLowerCase();
+    const why = serviceKeyProblem(hex);
+    setProblem(why);
+    if (why === null && hex === current) {
+      setProblem('This phone already trusts that key.');
+      return;
+    }
+    setCandidate(why === null ? hex : null);
+  };
+  const trust = async (hex: string) => {
+    if (hex === builtInKeyHex) await deleteMeta('blocklist_key');
+    else await putMeta('blocklist_key', hex);
+    const kept = await getMeta<KeptBlocklist>('blocklist');
+    let dropped = false;
+    if (kept !== undefined && !verifyBlocklistJson(kept.json, hexToBytes(hex, 32)).ok) {
+      await deleteMeta('blocklist');
+      dropped = true;
+    }
+    setCurrent(hex);
+    setCandidate(null);
+    setTyped('');
+    onChanged(
+      dropped ? null : (kept ?? null),
+      dropped
+        ? `Service key ${short(hex)} trusted. The kept blocklist was not signed by it and is dropped: refresh the blocklist.`
+        : `Service key ${short(hex)} trusted.`,
+    );
+  };
+  if (current === null) return null;
+  const what =
+    current === developmentKeyHex
+      ? 'the published development key: for testing only, never for real money'
+      : current === builtInKeyHex
+        ? 'the key this wallet was built with'
+        : 'set on this phone';
+  return (
+    <>
+      <h2>Trusted service key</h2>
+      <p>
+        The blocklist, and the keys the service signs issue receipts with, must be signed by this key ({what}):
+      </p>
+      <p class="mono" data-testid="service-key">
+        {current}
+      </p>
+      {candidate === null ? (
+        <>
+          <label>
+            Another service key (64 hex digits)
+            <input value={typed} autocomplete="off" spellcheck={false} onInput={(e) => setTyped((e.target as HTMLInputElement).value)} />
+          </label>
+          <button type="button" class="secondary" disabled={typed.trim() === ''} onClick={() => review(typed)}>
+            Review key
+          </button>
+          {current !== builtInKeyHex && (
+            <button type="button" class="secondary" onClick={() => review(builtInKeyHex)}>
+              Back to the built-in key
+            </button>
+          )}
+        </>
+      ) : (
+        <div data-testid="key-confirm">
+          <p>
+            Trust <span class="mono">{candidate}</span>? Compare every digit with the key your service's operator publishes: a wrong key lets its holder
+            decide which PLCs this wallet accepts.
+          </p>
+          <button type="button" onClick={() => void trust(candidate)}>
+            Trust this key
+          </button>
+          <button type="button" class="secondary" onClick={() => setCandidate(null)}>
+            Cancel
+          </button>
+        </div>
+      )}
+      <Alert message={problem} />
+    </>
+  );
+}
+
 function Settings({ me, done }: { me: Unlocked; done: () => void }) {
   const [message, setMessage] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -949,6 +1060,7 @@ function Settings({ me, done }: { me: Unlocked; done: () => void }) {
   };
   const refresh = async () => {
     setError(null);
+    setMessage(null);
     try {
       const json = (await getJson('/api/v1/blocklist', me.deviceId)) as SignedBlocklistJson;
       const verified = verifyBlocklistJson(json, await trustedKey());
@@ -986,6 +1098,13 @@ function Settings({ me, done }: { me: Unlocked; done: () => void }) {
           </p>
         </div>
       )}
+      <TrustedServiceKey
+        onChanged={(record, note) => {
+          setKept(record);
+          setError(null);
+          setMessage(note);
+        }}
+      />
       <h2>Blocklist</h2>
       <p data-testid="blocklist">{kept === null ? 'No blocklist kept yet.' : `Blocklist version ${kept.json.version}, fetched ${new Date(kept.fetched_at).toISOString()}.`}</p>
       <button type="button" onClick={() => void refresh()}>

@@ -1,5 +1,5 @@
 import type { LedgerReconcileTool } from '../../../src/reconciliation/tools.ts';
-import type { ReconcilePhase } from '../engine.ts';
+import type { ReconcilePhase } from '../phase.ts';
 import { failedChargesPhase, settledChargesPhase } from './charges.ts';
 import { cancelledBearersPhase } from './evidence.ts';
 import { ledgerFailuresPhase } from './ledger-failures.ts';

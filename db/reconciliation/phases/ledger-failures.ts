@@ -8,7 +8,7 @@ import { reconcileIdempotencyKey } from '../../../src/reconciliation/tools.ts';
 import { postTransaction } from '../../ledger.ts';
 import { withTransaction, type Pool, type Queryable } from '../../pool.ts';
 import { exec, many, maybeOne } from '../../sql.ts';
-import type { ReconcileContext, ReconcilePhase } from '../engine.ts';
+import type { ReconcileContext, ReconcilePhase } from '../phase.ts';
 import { recordItems } from '../runs.ts';
 import { bucketEnum, bucketState, currencyEnum, foreseenRefusal } from '../shared.ts';
 

@@ -6,7 +6,7 @@ import { bucketItemKey, reconcileIdempotencyKey } from '../../../src/reconciliat
 import { postTransaction } from '../../ledger.ts';
 import { withTransaction, type Queryable } from '../../pool.ts';
 import { many } from '../../sql.ts';
-import type { ReconcilePhase } from '../engine.ts';
+import type { ReconcilePhase } from '../phase.ts';
 import { recordItems } from '../runs.ts';
 import { bucketEnum, currencyEnum } from '../shared.ts';
 import { accountsPhase, lockSnapshots, recomputeSnapshots } from './snapshots.ts';

@@ -5,7 +5,7 @@ import { nextKey, uuidCursor } from '../../../src/reconciliation/phases.ts';
 import { postTransaction } from '../../ledger.ts';
 import { withTransaction, type PoolClient, type Queryable } from '../../pool.ts';
 import { exec } from '../../sql.ts';
-import type { ReconcileContext, ReconcilePhase } from '../engine.ts';
+import type { ReconcileContext, ReconcilePhase } from '../phase.ts';
 import { recordItems } from '../runs.ts';
 import { bucketState, foreseenRefusal } from '../shared.ts';
 

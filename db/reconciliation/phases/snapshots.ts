@@ -5,7 +5,7 @@ import { groupByAccount, snapshotItem } from '../../../src/reconciliation/ledger
 import { nextKey, uuidCursor } from '../../../src/reconciliation/phases.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from '../../pool.ts';
 import { exec, many, one } from '../../sql.ts';
-import type { ReconcileContext, ReconcilePhase } from '../engine.ts';
+import type { ReconcileContext, ReconcilePhase } from '../phase.ts';
 import { recordItems } from '../runs.ts';
 import { bucketEnum, currencyEnum } from '../shared.ts';
 
