@@ -1,9 +1,11 @@
-import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { exampleCancelAuthorization, examplePlcIssued, examplePlcTransferred, examplePubkeys, exampleTokenId } from '../schemas/examples.ts';
-import { getPlc, listIssuerActive, listTransfers } from '../../db/plcs.ts';
+import { getPlc, issuePlcBucketed, listIssuerActive, listTransfers, releasePlc } from '../../db/plcs.ts';
+import { recordOperation } from '../../db/operation-log.ts';
+import { startExpiryBucket } from '../../services/plc-expiry.ts';
+import { toPlcState } from '../../services/plc-state.ts';
 import { DomainError } from '../../src/errors.ts';
 import { expiryDueAtMs } from '../../src/plc/lifecycle.ts';
 import { authorizationReference, recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
@@ -24,15 +26,11 @@ import {
   type Plc,
   type PlcJson,
 } from '../../src/protocol/index.ts';
-import { cancelPlcUpdate, issuePlcUpdate } from '../../workflows/plc-messages.ts';
-import type { plcWorkflow } from '../../workflows/plc.ts';
-import { businessStatusKey, ownerIdKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
-import { plcTaskQueueOf } from '../../infra/config.ts';
 import { authorizationReplayed, verifyOrRefuse } from '../../services/chain-intake.ts';
 import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
 import { idempotentObjectId } from '../plugins/idempotency.ts';
-import { toChainEntry, toPlcJson, toPlcStatus, toPlcStatusFromState } from '../plc-views.ts';
+import { expiryWorkflowIdOf, toChainEntry, toPlcJson, toPlcStatus } from '../plc-views.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
 import { money } from '../schemas/money.ts';
@@ -48,7 +46,6 @@ import {
   transferPlcRequest,
   transferPlcResponse,
 } from '../schemas/plc.ts';
-import { withDomainErrors } from '../../services/temporal.ts';
 import { createIssueReceipts, receiptSigningKey } from '../../services/issue-receipt.ts';
 
 const modifyHeaders = z.object({ 'x-device-id': deviceIdSchema, 'idempotency-key': idempotencyKeyHeader.optional() });
@@ -135,7 +132,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         const issued = await getPlc(pool, commitment.tokenId);
         if (issued !== null && issued.commitment_hash === bytesToHex(plc.commitmentHash)) {
           const issueReceipt = await receipts.forRegistered(commitment);
-          return { ...toPlcStatus(issued), workflow_id: `plc-${issued.token_id}`, issue_transaction_id: issued.issue_tx_id, created: false, issue_receipt: issueReceipt };
+          return { ...toPlcStatus(issued), workflow_id: expiryWorkflowIdOf(issued, config.TEMPORAL_TASK_QUEUE), issue_transaction_id: issued.issue_tx_id, created: false, issue_receipt: issueReceipt };
         }
         throw new DomainError('PLC_NOT_FRESH', `created_at must be within ${toleranceMs} ms of the server clock`, {
           field: `${field}.created_at`,
@@ -147,64 +144,48 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         config.PLC_EXPIRY_OVERRIDE_MS === undefined
           ? expiryDueAtMs(commitment.expiresAtMs, toleranceMs)
           : nowMs + config.PLC_EXPIRY_OVERRIDE_MS;
-      // The device's progressive limits (services/plc-limits.ts), enforced by plc_issue.
+      // The device's progressive limits (services/plc-limits.ts), enforced by plc_issue_bucketed.
       const { limits } = await deviceLimits(pool, ceilings, issuerPubkey, deviceId);
-      const workflowId = `plc-${tokenId}`;
-      const startWorkflowOperation = new WithStartWorkflowOperation<typeof plcWorkflow>('plcWorkflow', {
-        workflowId,
-        // The PLC workflows' own task queue (docs/plc.md, "Task queues").
-        taskQueue: plcTaskQueueOf(config),
-        args: [{ tokenId, issuerPubkey, expiryDueAtMs: dueAtMs }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: [
-          { key: tokenIdKey, value: tokenId },
-          { key: ownerIdKey, value: issuerPubkey },
-          // ISSUED from the start: the workflow marks a refused create REFUSED as it ends
-          // (workflows/plc.ts), so a successful create needs no upsert.
-          { key: businessStatusKey, value: 'ISSUED' },
-        ],
-      });
-      const result = await withDomainErrors(() =>
-        temporal.workflow.executeUpdateWithStart(issuePlcUpdate, {
-          args: [
-            {
-              tokenId,
-              issuerPubkey,
-              amountMinor: commitment.amountMinor.toString(),
-              currency: commitment.currency as 'BRL' | 'USD' | 'EUR',
-              createdAtMs: commitment.createdAtMs,
-              expiresAtMs: commitment.expiresAtMs,
-              nonce: bytesToHex(commitment.nonce),
-              commitmentHash: bytesToHex(plc.commitmentHash),
-              signature: bytesToHex(plc.issuerSignature),
-              deviceId,
-              amountMaxMinor: limits.maxAmountMinor.toString(),
-              dailyLimitMinor: limits.dailyLimitMinor.toString(),
-            },
-          ],
-          startWorkflowOperation,
-        }),
+      // Signed before the statement, kept by it only if the reservation is booked (docs/protocol.md
+      // section 19): no receipt leaves the service for a PLC whose amount is not reserved.
+      const receiptIssuedAtMs = Date.now();
+      const receipt = bytesToHex(receipts.sign(commitment, receiptIssuedAtMs));
+      // The whole create: one statement, one transaction (migration 35): the reservation, the row,
+      // the receipt, the expiry bucket. No Temporal call (docs/plc.md, "Expiry by time buckets").
+      const result = await issuePlcBucketed(
+        pool,
+        {
+          tokenId,
+          issuerPubkey,
+          amountMinor: commitment.amountMinor,
+          currency: commitment.currency as 'BRL' | 'USD' | 'EUR',
+          createdAtMs: commitment.createdAtMs,
+          expiresAtMs: commitment.expiresAtMs,
+          nonce: bytesToHex(commitment.nonce),
+          commitmentHash: bytesToHex(plc.commitmentHash),
+          signature: bytesToHex(plc.issuerSignature),
+          deviceId,
+        },
+        { amountMaxMinor: limits.maxAmountMinor, dailyLimitMinor: limits.dailyLimitMinor },
+        { expiryDueAt: new Date(dueAtMs), receipt, receiptPubkey: receipts.servicePubkey, receiptIssuedAt: new Date(receiptIssuedAtMs) },
       );
-      // A fresh create answers from the row the issue's INSERT returned. A retry's result may be
-      // the first attempt's, recorded in the workflow since: the current row is read instead.
-      const issuedView = result.created ? toPlcStatusFromState(result.state) : null;
-      if (issuedView !== null) {
-        transfers.rememberIssued(plc);
-        // Signed only now: the reservation is booked. The first receipt kept is the one answered.
-        const issueReceipt = await receipts.forRegistered(commitment);
-        return { ...issuedView, workflow_id: workflowId, issue_transaction_id: result.state.issueTxId, created: true, issue_receipt: issueReceipt };
+      // The first create of a bucket starts its workflow, once a minute of expiry time at most; if
+      // this fails (or the process dies first), the sweep starts it (plc-expiry-sweep).
+      if (result.bucketNew) {
+        try {
+          await startExpiryBucket({ pool, temporal, taskQueue: config.TEMPORAL_TASK_QUEUE }, result.bucketStart);
+        } catch (error) {
+          request.log.warn({ err: error, bucket: result.bucketStart.toISOString() }, 'the expiry bucket\'s workflow was not started: the sweep starts it');
+        }
       }
-      const row = await getPlc(pool, tokenId);
-      if (row === null) throw new Error(`PLC ${tokenId} was issued but is not in the database`);
-      // The workflow plc-<token_id> answers every create of its token id with the PLC it issued:
-      // only the same commitment is a retry; another one under that id is refused, booking nothing.
-      if (row.commitment_hash !== bytesToHex(plc.commitmentHash)) {
-        throw new DomainError('PLC_ALREADY_EXISTS', 'another PLC is registered under this token id', { token_id: tokenId });
-      }
-      // A retry (or a create whose first answer was lost before its receipt was kept) gets the
-      // receipt kept, or one signed now: the row proves the reservation was booked.
-      const issueReceipt = await receipts.forRegistered(commitment);
-      return { ...toPlcStatus(row), workflow_id: workflowId, issue_transaction_id: row.issue_tx_id, created: result.created, issue_receipt: issueReceipt };
+      if (result.created) transfers.rememberIssued(plc);
+      return {
+        ...toPlcStatus(result.plc),
+        workflow_id: expiryWorkflowIdOf(result.plc, config.TEMPORAL_TASK_QUEUE),
+        issue_transaction_id: result.plc.issue_tx_id,
+        created: result.created,
+        issue_receipt: result.receipt,
+      };
   }
 
   const createSchema = {
@@ -416,16 +397,23 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       // Claimed before the cancel runs (of two identical cancels racing, one claims it) and
       // released if the cancel is refused: only a cancel that happened keeps its authorisation.
       if (!retry && !(await recordAuthorization(pool, used))) throw authorizationReplayed();
-      let state;
-      try {
-        state = await withDomainErrors(() => temporal.workflow.getHandle(`plc-${tokenId}`).executeUpdate(cancelPlcUpdate));
-      } catch (error) {
-        if (error instanceof DomainError || error instanceof WorkflowNotFoundError) await releaseAuthorization(pool, used.authorizationHash, cancellationId);
-        if (!(error instanceof WorkflowNotFoundError)) throw error;
-        // The workflow has ended (the PLC expired or was cancelled meanwhile): the database says which.
-        const latest = await getPlc(pool, tokenId);
-        throw new DomainError('PLC_NOT_CANCELLABLE', `a ${latest?.status ?? 'missing'} PLC cannot be cancelled`, { status: latest?.status });
+      // PostgreSQL decides (db/plcs.ts releasePlc): a cancel racing a first hop, a redemption or the
+      // expiry finds the PLC as the winner left it.
+      const startedAt = new Date();
+      const released = await releasePlc(pool, tokenId, 'CANCELLED');
+      const cancelledPlc = released.plc;
+      // A retry whose first attempt cancelled finds the PLC CANCELLED: its cancellation.
+      if (cancelledPlc === null || (!released.released && !(retry && cancelledPlc.status === 'CANCELLED'))) {
+        await releaseAuthorization(pool, used.authorizationHash, cancellationId);
+        throw new DomainError('PLC_NOT_CANCELLABLE', `a ${cancelledPlc?.status ?? 'missing'} PLC cannot be cancelled`, {
+          status: cancelledPlc?.status,
+          chain_length: cancelledPlc?.chain_length,
+        });
       }
+      if (released.released) {
+        await recordOperation(pool, { operationType: 'PLC_CANCEL', step: 'cancelPlc', ownerId: cancelledPlc.issuer_owner_id, referenceId: tokenId, startedAt });
+      }
+      const state = toPlcState(cancelledPlc);
       return {
         token_id: tokenId,
         status: 'CANCELLED' as const,
