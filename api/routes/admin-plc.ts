@@ -84,7 +84,7 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
         tags: ['admin: plc'],
         summary: 'The full PLC with its chain, its ledger transactions and its workflow id',
         description:
-          'Everything known about one PLC: its status, the PLC JSON as registered (with its chain), each registered hop with when it was registered, the device that created it, its expiry's workflow id (`workflow_id`: the expiry bucket `plc-expiry-<minute>` that expires it, or `plc-<token_id>` for a PLC issued before expiry buckets, to find it in the Temporal UI; docs/plc.md, \"Expiry by time buckets\") and when it falls due (`expiry_due_at`), its redemptions (each `redemption-<id>` in the Temporal UI) and its ledger transactions; 404 `PLC_NOT_FOUND`.',
+          'Everything known about one PLC: its status, the PLC JSON as registered (with its chain), each registered hop with when it was registered, the device that created it, the id of the workflow that expires it (`workflow_id`: the expiry bucket `plc-expiry-<minute>` that expires it, or `plc-<token_id>` for a PLC issued before expiry buckets, to find it in the Temporal UI; docs/plc.md, "Expiry by time buckets") and when it falls due (`expiry_due_at`), its redemptions (each `redemption-<id>` in the Temporal UI) and its ledger transactions; 404 `PLC_NOT_FOUND`.',
         security,
         params: tokenIdParam,
         requestExample: { params: { token_id: exampleTokenId } },
