@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import { forgetDoneBuckets, listBucketDue, listLateBucketed, listUnstartedBuckets, markBucketDone } from '../db/plc-expiry.ts';
 import { releasePlc } from '../db/plcs.ts';
 import type { Pool } from '../db/pool.ts';
-import { expiryBucketMs, startExpiryBucket } from '../services/plc-expiry.ts';
+import { startExpiryBucket } from '../services/plc-expiry.ts';
 
 /**
  * The expiry buckets' activities (workflows/plc-expiry.ts; docs/plc.md, "Expiry by time buckets").
@@ -13,8 +13,11 @@ import { expiryBucketMs, startExpiryBucket } from '../services/plc-expiry.ts';
 
 /** A bucket row younger than this is left to the create that inserted it (it starts the workflow after its commit). */
 export const unstartedGraceMs = 5_000;
-/** The sweep expires a bucketed PLC due longer ago than this: its bucket (which ends at most one bucket after the due time) should have. */
-export const lateAfterMs = expiryBucketMs;
+/**
+ * The sweep expires a bucketed PLC due longer ago than this: its bucket (which ends at most one
+ * bucket width, a minute by default, after the due time) should have.
+ */
+export const lateAfterMs = 60_000;
 const sweepBatchSize = 200;
 const sweepBatchesMax = 10;
 /** Done buckets are kept a day for the console, then forgotten. */
@@ -45,8 +48,8 @@ export function createPlcExpiryActivities(deps: { pool: Pool; temporal: Pick<Cli
      */
     async sweepPlcExpiry(input: { taskQueue: string; scheduleId: string }): Promise<{ bucketsStarted: number; expiredLate: number }> {
       const unstarted = await listUnstartedBuckets(deps.pool, unstartedGraceMs, 100);
-      for (const bucketStart of unstarted) {
-        await startExpiryBucket({ pool: deps.pool, temporal: deps.temporal, taskQueue: input.taskQueue }, bucketStart);
+      for (const bucket of unstarted) {
+        await startExpiryBucket({ pool: deps.pool, temporal: deps.temporal, taskQueue: input.taskQueue }, bucket);
       }
       let expiredLate = 0;
       for (let batch = 0; batch < sweepBatchesMax; batch += 1) {

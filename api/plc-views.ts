@@ -80,7 +80,12 @@ export function toPlcJson(row: PlcRow, transfers: TransferRow[], issueReceipt: s
  * The workflow an operator looks a PLC's expiry up in (docs/plc.md, "Expiry by time buckets"):
  * its expiry bucket's `plc-expiry-<minute>`, or, for a PLC issued before buckets, its own `plc-<token_id>`.
  */
-export function expiryWorkflowIdOf(row: Pick<PlcRow, 'token_id' | 'expiry_due_at'>, taskQueue: string): string {
+export function expiryWorkflowIdOf(
+  row: Pick<PlcRow, 'token_id' | 'expiry_due_at'>,
+  config: { TEMPORAL_TASK_QUEUE: string; PLC_EXPIRY_BUCKET_MS: number },
+): string {
   const dueAt = row.expiry_due_at ?? null;
-  return dueAt === null ? workflowIds.plc(row.token_id) : workflowIds.plcExpiryBucket(expiryBucketOf(dueAt).getTime(), taskQueue);
+  return dueAt === null
+    ? workflowIds.plc(row.token_id)
+    : workflowIds.plcExpiryBucket(expiryBucketOf(dueAt, config.PLC_EXPIRY_BUCKET_MS).start.getTime(), config.TEMPORAL_TASK_QUEUE);
 }

@@ -8,7 +8,7 @@ import { exec, many } from './sql.ts';
  * themselves stay `releasePlc`'s (db/plcs.ts), one guarded transaction per PLC.
  */
 
-const bucketRow = z.object({ bucket_start: z.date() });
+const bucketRow = z.object({ bucket_start: z.date(), bucket_end: z.date() });
 const tokenIdRow = z.object({ token_id: z.string().uuid() });
 
 /** The bucket's workflow was started (or found running): the sweep need not start it. */
@@ -25,15 +25,15 @@ export async function markBucketStarted(db: Queryable, bucketStart: Date): Promi
  * Buckets whose workflow nobody started: the create that inserted the row died (or lost Temporal)
  * between its commit and the start. Rows younger than `graceMs` are left to their creator.
  */
-export async function listUnstartedBuckets(db: Queryable, graceMs: number, limit: number): Promise<Date[]> {
+export async function listUnstartedBuckets(db: Queryable, graceMs: number, limit: number): Promise<{ start: Date; end: Date }[]> {
   const rows = await many(db, bucketRow, {
     name: 'plc-expiry-buckets-unstarted',
-    text: `SELECT bucket_start FROM plc_expiry_buckets
+    text: `SELECT bucket_start, bucket_end FROM plc_expiry_buckets
             WHERE started_at IS NULL AND created_at < now() - make_interval(secs => $1::double precision / 1000)
             ORDER BY created_at LIMIT $2`,
     values: [graceMs, limit],
   });
-  return rows.map((row) => row.bucket_start);
+  return rows.map((row) => ({ start: row.bucket_start, end: row.bucket_end }));
 }
 
 /**

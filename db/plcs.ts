@@ -238,13 +238,17 @@ export interface IssueExtras {
   receipt: string;
   receiptPubkey: string;
   receiptIssuedAt: Date;
+  /** The PLC's expiry bucket [start, end) (`expiryBucketOf`). */
+  bucketStart: Date;
+  bucketEnd: Date;
 }
 
 export type BucketedIssueResult = IssueResult & {
   /** The receipt kept for the PLC: this call's, or the one a first create kept. */
   receipt: string;
-  /** The minute of expiry time the PLC belongs to (`plc-expiry-<bucket>`). */
+  /** The bucket of expiry time the PLC belongs to (`plc-expiry-<bucket>`). */
   bucketStart: Date;
+  bucketEnd: Date;
   /** True when this create inserted the bucket's row: its caller starts the bucket's workflow. */
   bucketNew: boolean;
 };
@@ -267,7 +271,7 @@ export async function issuePlcBucketed(pool: Pool, input: NewPlc, limits: IssueL
       prepare: true,
       text: `SELECT created, ${plcColumns}, receipt, bucket_new
                FROM plc_issue_bucketed($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::text[], $15::text[], $16::text[], $17::bigint[],
-                                       $18, $19, $20, $21)`,
+                                       $18, $19, $20, $21, $22, $23)`,
       values: [
         input.tokenId,
         input.issuerPubkey,
@@ -290,22 +294,24 @@ export async function issuePlcBucketed(pool: Pool, input: NewPlc, limits: IssueL
         extras.receipt,
         extras.receiptPubkey,
         extras.receiptIssuedAt,
+        extras.bucketStart,
+        extras.bucketEnd,
       ],
     });
     if (created) {
       reportCommitted(pool, { kind: 'ledger_posting', txType: posting.txType });
       reportCommitted(pool, { kind: 'plc', event: 'created', count: 1 });
     }
-    const dueAt = plc.expiry_due_at ?? extras.expiryDueAt;
-    return { plc, created, receipt, bucketNew, bucketStart: expiryBucketOf(dueAt) };
+    return { plc, created, receipt, bucketNew, bucketStart: extras.bucketStart, bucketEnd: extras.bucketEnd };
   } catch (error) {
     throw toIssueError(error, input.tokenId);
   }
 }
 
-/** The minute of expiry time a due time falls in (the bucket's start), as `date_trunc('minute', ...)` computes it. */
-export function expiryBucketOf(dueAt: Date): Date {
-  return new Date(Math.floor(dueAt.getTime() / 60_000) * 60_000);
+/** The expiry bucket a due time falls in: [start, end), `widthMs` wide, aligned on the epoch. */
+export function expiryBucketOf(dueAt: Date, widthMs: number): { start: Date; end: Date } {
+  const startMs = Math.floor(dueAt.getTime() / widthMs) * widthMs;
+  return { start: new Date(startMs), end: new Date(startMs + widthMs) };
 }
 
 export type ReleaseKind = 'CANCELLED' | 'EXPIRED';

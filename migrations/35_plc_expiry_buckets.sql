@@ -14,12 +14,13 @@ ALTER TABLE plcs ADD COLUMN expiry_due_at timestamptz;
 -- What a bucket workflow and the sweep look up: the live PLCs by due time.
 CREATE INDEX plcs_live_by_expiry_due ON plcs (expiry_due_at) WHERE status IN ('ISSUED', 'TRANSFERRED') AND expiry_due_at IS NOT NULL;
 
--- One row per minute of expiry time that has (or had) a PLC: the bucket's workflow is started
+-- One row per bucket of expiry time (a minute by default) that has (or had) a PLC: the bucket's workflow is started
 -- once, by the create that inserted the row (started_at set after the start) or, when that caller
 -- died between its commit and the start, by the sweep (`plc-expiry-sweep`), which starts every
 -- bucket whose started_at is still NULL. done_at: the bucket's workflow found nothing left to do.
 CREATE TABLE plc_expiry_buckets (
   bucket_start timestamptz PRIMARY KEY,
+  bucket_end   timestamptz NOT NULL CHECK (bucket_end > bucket_start),
   created_at   timestamptz NOT NULL DEFAULT now(),
   started_at   timestamptz,
   done_at      timestamptz
@@ -47,7 +48,9 @@ CREATE FUNCTION plc_issue_bucketed(
   p_expiry_due_at timestamptz,
   p_receipt text,
   p_receipt_pubkey text,
-  p_receipt_issued_at timestamptz
+  p_receipt_issued_at timestamptz,
+  p_bucket_start timestamptz,
+  p_bucket_end timestamptz
 ) RETURNS TABLE (
   created boolean,
   token_id uuid,
@@ -131,10 +134,11 @@ BEGIN
   SELECT l.transaction_id INTO STRICT v_tx
     FROM ledger_post_legs('plc:' || p_token_id::text || ':issue', p_tx_type, 'plc', p_token_id::text, NULL,
                           p_owners, p_buckets, p_currencies, p_amounts, false) l;
-  -- The PLC's expiry bucket (the minute its expiry falls due in): the first create in a bucket
-  -- inserts its row, and that create's caller starts the bucket's workflow after the commit;
-  -- a row never started is found by the sweep (docs/plc.md, "Expiry by time buckets").
-  INSERT INTO plc_expiry_buckets (bucket_start) VALUES (date_trunc('minute', p_expiry_due_at)) ON CONFLICT (bucket_start) DO NOTHING;
+  -- The PLC's expiry bucket (the bucket of due time its expiry falls in, PLC_EXPIRY_BUCKET_MS
+  -- wide): the first create in a bucket inserts its row, and that create's caller starts the
+  -- bucket's workflow after the commit; a row never started is found by the sweep (docs/plc.md,
+  -- "Expiry by time buckets").
+  INSERT INTO plc_expiry_buckets (bucket_start, bucket_end) VALUES (p_bucket_start, p_bucket_end) ON CONFLICT (bucket_start) DO NOTHING;
   v_bucket_new := FOUND;
   INSERT INTO plcs AS p (token_id, version, issuer_pubkey, issuer_owner_id, amount_minor, currency, created_at, created_at_ms,
                          expires_at, expires_at_ms, nonce, commitment_hash, signature, status, chain_length, head_hash,

@@ -4,9 +4,6 @@ import type { Queryable } from '../db/pool.ts';
 import { workflowIds } from '../workflows/ids.ts';
 import type { plcExpiryBucketWorkflow } from '../workflows/plc-expiry.ts';
 
-/** A bucket is one minute of expiry due time (docs/plc.md, "Expiry by time buckets"). */
-export const expiryBucketMs = 60_000;
-
 /**
  * Starts the expiry bucket's workflow (`plc-expiry-<bucket>`), or finds it running, then marks the
  * bucket started. Called once per bucket: by the create that inserted the bucket's row, after its
@@ -15,17 +12,17 @@ export const expiryBucketMs = 60_000;
  */
 export async function startExpiryBucket(
   deps: { pool: Queryable; temporal: Pick<Client, 'workflow'>; taskQueue: string },
-  bucketStart: Date,
+  bucket: { start: Date; end: Date },
 ): Promise<string> {
-  const bucketStartMs = bucketStart.getTime();
+  const bucketStartMs = bucket.start.getTime();
   const workflowId = workflowIds.plcExpiryBucket(bucketStartMs, deps.taskQueue);
   await deps.temporal.workflow.start<typeof plcExpiryBucketWorkflow>('plcExpiryBucketWorkflow', {
     workflowId,
     taskQueue: deps.taskQueue,
-    args: [{ bucketStartMs, bucketEndMs: bucketStartMs + expiryBucketMs }],
+    args: [{ bucketStartMs, bucketEndMs: bucket.end.getTime() }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
   });
-  await markBucketStarted(deps.pool, bucketStart);
+  await markBucketStarted(deps.pool, bucket.start);
   return workflowId;
 }

@@ -123,7 +123,7 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
         plc: toPlcJson(row, transfers),
         chain: transfers.map(toChainEntry),
         device_id: row.device_id,
-        workflow_id: expiryWorkflowIdOf(row, config.TEMPORAL_TASK_QUEUE),
+        workflow_id: expiryWorkflowIdOf(row, config),
         expiry_due_at: row.expiry_due_at?.toISOString() ?? null,
         transactions: transactions.map(toTransactionItem),
         risk_flags: flags.map(toRiskFlag),

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { exampleCancelAuthorization, examplePlcIssued, examplePlcTransferred, examplePubkeys, exampleTokenId } from '../schemas/examples.ts';
-import { getPlc, issuePlcBucketed, listIssuerActive, listTransfers, releasePlc } from '../../db/plcs.ts';
+import { expiryBucketOf, getPlc, issuePlcBucketed, listIssuerActive, listTransfers, releasePlc } from '../../db/plcs.ts';
 import { recordOperation } from '../../db/operation-log.ts';
 import { startExpiryBucket } from '../../services/plc-expiry.ts';
 import { toPlcState } from '../../services/plc-state.ts';
@@ -112,6 +112,10 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
   const { transfers } = app.services;
   // The service's issue receipts (docs/protocol.md section 19): the blocklist's key signs them unless RECEIPT_SIGNING_SEED.
   const receipts = createIssueReceipts({ pool, signingKey: receiptSigningKey(config) });
+  const bucketOf = (dueAt: Date) => {
+    const { start, end } = expiryBucketOf(dueAt, config.PLC_EXPIRY_BUCKET_MS);
+    return { bucketStart: start, bucketEnd: end };
+  };
 
   /** `field`: where the PLC sits in the body (`plc`, or '' when it is the body), for the `loc` of a refusal. */
   async function createPlc(request: FastifyRequest, plcJson: PlcJson, field: string) {
@@ -132,7 +136,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         const issued = await getPlc(pool, commitment.tokenId);
         if (issued !== null && issued.commitment_hash === bytesToHex(plc.commitmentHash)) {
           const issueReceipt = await receipts.forRegistered(commitment);
-          return { ...toPlcStatus(issued), workflow_id: expiryWorkflowIdOf(issued, config.TEMPORAL_TASK_QUEUE), issue_transaction_id: issued.issue_tx_id, created: false, issue_receipt: issueReceipt };
+          return { ...toPlcStatus(issued), workflow_id: expiryWorkflowIdOf(issued, config), issue_transaction_id: issued.issue_tx_id, created: false, issue_receipt: issueReceipt };
         }
         throw new DomainError('PLC_NOT_FRESH', `created_at must be within ${toleranceMs} ms of the server clock`, {
           field: `${field}.created_at`,
@@ -167,13 +171,19 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
           deviceId,
         },
         { amountMaxMinor: limits.maxAmountMinor, dailyLimitMinor: limits.dailyLimitMinor },
-        { expiryDueAt: new Date(dueAtMs), receipt, receiptPubkey: receipts.servicePubkey, receiptIssuedAt: new Date(receiptIssuedAtMs) },
+        {
+          expiryDueAt: new Date(dueAtMs),
+          receipt,
+          receiptPubkey: receipts.servicePubkey,
+          receiptIssuedAt: new Date(receiptIssuedAtMs),
+          ...bucketOf(new Date(dueAtMs)),
+        },
       );
       // The first create of a bucket starts its workflow, once a minute of expiry time at most; if
       // this fails (or the process dies first), the sweep starts it (plc-expiry-sweep).
       if (result.bucketNew) {
         try {
-          await startExpiryBucket({ pool, temporal, taskQueue: config.TEMPORAL_TASK_QUEUE }, result.bucketStart);
+          await startExpiryBucket({ pool, temporal, taskQueue: config.TEMPORAL_TASK_QUEUE }, { start: result.bucketStart, end: result.bucketEnd });
         } catch (error) {
           request.log.warn({ err: error, bucket: result.bucketStart.toISOString() }, 'the expiry bucket\'s workflow was not started: the sweep starts it');
         }
@@ -181,7 +191,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       if (result.created) transfers.rememberIssued(plc);
       return {
         ...toPlcStatus(result.plc),
-        workflow_id: expiryWorkflowIdOf(result.plc, config.TEMPORAL_TASK_QUEUE),
+        workflow_id: expiryWorkflowIdOf(result.plc, config),
         issue_transaction_id: result.plc.issue_tx_id,
         created: result.created,
         issue_receipt: result.receipt,

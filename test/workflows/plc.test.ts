@@ -35,7 +35,7 @@ async function bucketOf(tokenId: string): Promise<{ startMs: number; workflowId:
   const row = await t.db.pool.query<{ due: Date }>('SELECT expiry_due_at AS due FROM plcs WHERE token_id = $1', [tokenId]);
   const due = row.rows[0]?.due;
   if (due === undefined) throw new Error(`no PLC ${tokenId}`);
-  const startMs = Math.floor(due.getTime() / 60_000) * 60_000;
+  const startMs = Math.floor(due.getTime() / t.config.PLC_EXPIRY_BUCKET_MS) * t.config.PLC_EXPIRY_BUCKET_MS;
   return { startMs, workflowId: workflowIds.plcExpiryBucket(startMs, t.taskQueue) };
 }
 
@@ -162,7 +162,10 @@ describe('a PLC without a workflow of its own (expiry buckets)', () => {
     await t.deposit(issuer.pubkey, '10.00');
     // A bucket two hours from now (no create of this file is due then), as a create that died after its commit would leave it: the row, never started.
     const startMs = Math.floor((Date.now() + 7_200_000) / 60_000) * 60_000;
-    await t.db.pool.query("INSERT INTO plc_expiry_buckets (bucket_start, created_at) VALUES ($1, now() - interval '1 minute')", [new Date(startMs)]);
+    await t.db.pool.query("INSERT INTO plc_expiry_buckets (bucket_start, bucket_end, created_at) VALUES ($1, $2, now() - interval '1 minute')", [
+      new Date(startMs),
+      new Date(startMs + 60_000),
+    ]);
     const sweep = await t.temporal.workflow.execute<typeof plcExpirySweepWorkflow>('plcExpirySweepWorkflow', {
       workflowId: `test-plc-expiry-sweep-${randomUUID()}`,
       taskQueue: t.taskQueue,
