@@ -1,3 +1,4 @@
+import { processInboxEvent } from '../../services/webhook-routing.ts';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -171,7 +172,18 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     return decision.answer;
   }
 
+  /**
+   * Processes the stored event before it is acknowledged (services/webhook-routing.ts): routed,
+   * its workflow signalled, its outcome recorded, with no workflow of its own. When a step fails,
+   * the event's own workflow takes it over and retries it (and ends it DEAD for an operator).
+   */
   async function startProcessing(row: InboxRow): Promise<void> {
+    try {
+      await processInboxEvent({ pool, gateway, temporal }, { inboxId: row.id });
+      return;
+    } catch (error) {
+      app.log.warn({ err: error, event_id: row.event_id }, 'webhook not processed in the request: its workflow takes it over');
+    }
     try {
       await temporal.workflow.start<typeof webhookEventWorkflow>('webhookEventWorkflow', {
         workflowId: `webhook-${row.provider}-${row.event_id}`,
