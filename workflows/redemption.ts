@@ -1,6 +1,8 @@
 import {
   ActivityFailure,
   allHandlersFinished,
+  CancelledFailure,
+  TemporalFailure,
   ApplicationFailure,
   condition,
   getExternalWorkflowHandle,
@@ -52,13 +54,14 @@ const localFinish = proxyLocalActivities<RedemptionActivities>({
 /**
  * Since patch `redemption-lean-history` (issue 38), the payout is created in a local activity in
  * the workflow task that opened the redemption: no activity task, no workflow task of its own (it
- * is idempotent at the gateway by the redemption id and attempt, so retrying the whole is cheap).
- * A few quick attempts here; if they all fail, the regular activity below takes over with its full
- * retries, as before the patch.
+ * is made once, by the intent recorded first and the gateway's idempotency key, so retrying the
+ * whole is cheap). The opening update's answer leaves with that workflow task, so the local
+ * attempt is one, bounded at 2 seconds: a gateway that is slow or down delays the redeem's answer
+ * by 2 s at most, and the regular activity takes over with its full retries, as before the patch.
  */
 const localPayout = proxyLocalActivities<RedemptionActivities>({
-  startToCloseTimeout: '15 seconds',
-  retry: { maximumAttempts: 2, initialInterval: '200 milliseconds', maximumInterval: '1 second' },
+  startToCloseTimeout: '2 seconds',
+  retry: { maximumAttempts: 1 },
 });
 
 /** An operator's retry runs its gateway calls as one activity, whose own errors it reports as an outcome. */
@@ -239,8 +242,10 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
         try {
           created = await localPayout.createPayout({ redemptionId: input.redemptionId });
         } catch (error) {
-          if (!(error instanceof ActivityFailure)) throw error;
-          // The quick attempts failed: the regular activity, with its full retries.
+          // A local activity's failure reaches the workflow as the activity's own failure (an
+          // ApplicationFailure), its timeout as a TimeoutFailure: any failure but a cancellation.
+          if (!(error instanceof TemporalFailure) || error instanceof CancelledFailure) throw error;
+          // The quick attempt failed: the regular activity, with its full retries.
           created = await activities.createPayout({ redemptionId: input.redemptionId });
         }
       } else created = await activities.createPayout({ redemptionId: input.redemptionId });
