@@ -266,7 +266,8 @@ async function runKind(
             done === undefined
               ? null
               : await fetchTimeline(s.driverTemporal, `webhook-gateway-${done.eventId}`).catch((error: unknown) => {
-                  if (error instanceof WorkflowNotFoundError) return null;
+                  // fetchHistory's not-found is the gRPC NOT_FOUND, not WorkflowNotFoundError.
+                  if (error instanceof WorkflowNotFoundError || (error as { code?: unknown }).code === 5) return null;
                   throw error;
                 });
           webhookEvents.push(webhook?.events ?? 0);
