@@ -5,6 +5,7 @@ import { createChargeActivities } from './charges.ts';
 import { createLedgerActivities } from './ledger.ts';
 import { createReconciliationActivities } from './reconciliation.ts';
 import { createExpireSweepActivities, createPlcActivities } from './plc.ts';
+import { createPlcExpiryActivities } from './plc-expiry.ts';
 import { createLimitReviewActivities } from './plc-limits.ts';
 import { createRedemptionActivities } from './redemption.ts';
 import { createSecurityActivities, type PinResetMailDeps } from './security.ts';
@@ -27,6 +28,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createPlcActivities(deps),
     ...createReconciliationActivities(deps),
     ...createExpireSweepActivities(deps),
+    ...createPlcExpiryActivities(deps),
     ...createRedemptionActivities(deps),
     ...createWebhookActivities(deps),
     ...createChargeActivities(deps),

@@ -24,6 +24,7 @@ import { decideRegistration, toTransferRecord, type KnownRecord } from '../src/p
 import { refuseFork } from '../services/fork-check.ts';
 import { readRedemptionTransfer } from '../services/reconcile-gateway.ts';
 import { plcRedemptionFinishedSignal } from '../workflows/plc-messages.ts';
+import { hasOwnWorkflow } from '../db/plc-expiry.ts';
 import { refusalsAsFailures } from './failures.ts';
 import type { PayoutDestinationType, PayoutRail } from '../src/settlement/payout-destination.ts';
 
@@ -528,12 +529,14 @@ export function createRedemptionActivities(deps: { pool: Pool; gateway: GatewayC
 
     /**
      * Settles or fails (as finishRedemption: idempotent, the first final status wins), then tells
-     * the PLC's workflow (`plcRedemptionFinished`) so that it ends or retries a due expiry. A
+     * a PLC issued before migration 35 its workflow (`plcRedemptionFinished`) so that it ends or retries a due expiry. A
      * retried attempt books nothing twice and the PLC workflow takes the same signal twice alike.
      */
     async settleRedemption(input: FinishRedemptionInput & { tokenId: string }): Promise<RedemptionState> {
       const state = await finish(input);
-      if (state.status !== 'PENDING_PAYMENT') {
+      // A PLC issued since migration 35 has no workflow of its own: its expiry bucket asks
+      // PostgreSQL, so there is nobody to tell (docs/plc.md, "Expiry by time buckets").
+      if (state.status !== 'PENDING_PAYMENT' && (await hasOwnWorkflow(pool, input.tokenId))) {
         try {
           await temporal.workflow
             .getHandle(`plc-${input.tokenId}`)

@@ -1,6 +1,7 @@
 import type { PlcState } from '../activities/plc.ts';
 import { toPlcState } from '../services/plc-state.ts';
-import type { PlcRow, TransferRow } from '../db/plcs.ts';
+import { expiryBucketOf, type PlcRow, type TransferRow } from '../db/plcs.ts';
+import { workflowIds } from '../workflows/ids.ts';
 import { msToIso } from '../src/protocol/index.ts';
 import { money } from './schemas/money.ts';
 
@@ -73,4 +74,18 @@ export function toPlcJson(row: PlcRow, transfers: TransferRow[], issueReceipt: s
     }),
     ...(issueReceipt === null ? {} : { issue_receipt: issueReceipt }),
   };
+}
+
+/**
+ * The workflow an operator looks a PLC's expiry up in (docs/plc.md, "Expiry by time buckets"):
+ * its expiry bucket's `plc-expiry-<minute>`, or, for a PLC issued before buckets, its own `plc-<token_id>`.
+ */
+export function expiryWorkflowIdOf(
+  row: Pick<PlcRow, 'token_id' | 'expiry_due_at'>,
+  config: { TEMPORAL_TASK_QUEUE: string; PLC_EXPIRY_BUCKET_MS: number },
+): string {
+  const dueAt = row.expiry_due_at ?? null;
+  return dueAt === null
+    ? workflowIds.plc(row.token_id)
+    : workflowIds.plcExpiryBucket(expiryBucketOf(dueAt, config.PLC_EXPIRY_BUCKET_MS).start.getTime(), config.TEMPORAL_TASK_QUEUE);
 }

@@ -26,6 +26,7 @@
  * workflows' histories (`handle.fetchHistory()`), the API's verification cost measured alone.
  */
 import { spawnSync } from 'node:child_process';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { payoutRailOf } from '../src/settlement/payout-destination.ts';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
@@ -251,6 +252,7 @@ async function runKind(
   const samples: Points[] = [];
   const workflowTasks: number[] = [];
   const historyEvents: number[] = [];
+  const webhookEvents: number[] = [];
   if (measured) {
     await forEachBounded(evenSample(ops, sampleSize), 4, async (op) => {
       try {
@@ -258,7 +260,16 @@ async function runKind(
           const probe = probes.redemptions.get(op.id);
           const timeline = await fetchTimeline(s.driverTemporal, `redemption-${op.id}`);
           const done = probe?.webhooks.find((send) => send.event === 'TRANSFER_DONE');
-          const webhook = done === undefined ? null : await fetchTimeline(s.driverTemporal, `webhook-gateway-${done.eventId}`);
+          // Since issue 38 the webhook signals the redemption in its request: no workflow of its own.
+          const webhook =
+            done === undefined
+              ? null
+              : await fetchTimeline(s.driverTemporal, `webhook-gateway-${done.eventId}`).catch((error: unknown) => {
+                  // fetchHistory's not-found is the gRPC NOT_FOUND, not WorkflowNotFoundError.
+                  if (error instanceof WorkflowNotFoundError || (error as { code?: unknown }).code === 5) return null;
+                  throw error;
+                });
+          webhookEvents.push(webhook?.events ?? 0);
           samples.push(redemptionPoints(op, probe, settledAt.get(op.id) ?? null, timeline, webhook));
           workflowTasks.push(timeline.workflowTasks);
           historyEvents.push(timeline.events);
@@ -276,6 +287,9 @@ async function runKind(
     });
   }
 
+  if (webhookEvents.length > 0) {
+    log(`  ${kind}: history events per redemption ${(historyEvents.reduce((a, b) => a + b, 0) / Math.max(1, historyEvents.length)).toFixed(1)}, of its webhook's workflow ${(webhookEvents.reduce((a, b) => a + b, 0) / webhookEvents.length).toFixed(1)} (0: no webhook workflow)`);
+  }
   const opCount = Math.max(1, ops.length);
   const activities = [...probes.activityMs.entries()]
     .map(([activity, list]) => {

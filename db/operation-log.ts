@@ -110,6 +110,19 @@ export async function recordActivityAttempt(db: Queryable, entry: ActivityAttemp
   });
 }
 
+/** The entry of an operation a route ran itself in one step (a PLC cancel), finished. */
+export async function recordOperation(
+  db: Queryable,
+  entry: { operationType: string; step: string; ownerId: string | null; referenceId: string | null; startedAt: Date },
+): Promise<void> {
+  await exec(db, {
+    name: 'operation-log-record',
+    text: `INSERT INTO operation_log (operation_type, step, status, owner_id, reference_id, started_at, finished_at, duration_ms)
+           VALUES ($1, $2, 'SUCCEEDED', $3, $4, $5, now(), greatest(0, (extract(epoch FROM now() - $5::timestamptz) * 1000)::int))`,
+    values: [entry.operationType, entry.step.slice(0, 100), clip(entry.ownerId, 200), clip(entry.referenceId, 300), entry.startedAt],
+  });
+}
+
 /** Opens the entry of an operation a route runs itself; close it with `finishOperation`. */
 export async function startOperation(
   db: Queryable,

@@ -45,6 +45,8 @@ export const plcRow = z.object({
   settlement_tx_id: z.string().uuid().nullable(),
   registered_at: z.date(),
   status_changed_at: z.date(),
+  /** When the PLC falls due for expiry (migration 35); null for a PLC expired by its own `plc-<token_id>` workflow (issued before). */
+  expiry_due_at: z.date().nullable().optional(),
 });
 export type PlcRow = z.infer<typeof plcRow>;
 
@@ -63,9 +65,14 @@ export const transferRow = z.object({
 });
 export type TransferRow = z.infer<typeof transferRow>;
 
-const plcColumns = `token_id, version, issuer_pubkey, issuer_owner_id, amount_minor, currency, created_at, created_at_ms,
+/** The columns `plc_issue` (migration 11) returns: every column of a PLC but its expiry due time. */
+const plcIssueColumns = `token_id, version, issuer_pubkey, issuer_owner_id, amount_minor, currency, created_at, created_at_ms,
   expires_at, expires_at_ms, nonce, commitment_hash, signature, status, chain_length, head_hash, bearer_pubkey, device_id,
   redemption_id, issue_tx_id, final_tx_id, settlement_tx_id, registered_at, status_changed_at`;
+
+const plcColumns = `token_id, version, issuer_pubkey, issuer_owner_id, amount_minor, currency, created_at, created_at_ms,
+  expires_at, expires_at_ms, nonce, commitment_hash, signature, status, chain_length, head_hash, bearer_pubkey, device_id,
+  redemption_id, issue_tx_id, final_tx_id, settlement_tx_id, registered_at, status_changed_at, expiry_due_at`;
 
 export function getPlc(db: Queryable, tokenId: string): Promise<PlcRow | null> {
   return maybeOne(db, plcRow, {
@@ -191,7 +198,7 @@ export async function issuePlc(pool: Pool, input: NewPlc, limits: IssueLimits): 
     const { created, ...plc } = await one(pool, issueRow, {
       name: 'plc-issue',
       prepare: true,
-      text: `SELECT created, ${plcColumns}
+      text: `SELECT created, ${plcIssueColumns}
                FROM plc_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::text[], $15::text[], $16::text[], $17::bigint[])`,
       values: [
         input.tokenId,
@@ -222,6 +229,89 @@ export async function issuePlc(pool: Pool, input: NewPlc, limits: IssueLimits): 
   } catch (error) {
     throw toIssueError(error, input.tokenId);
   }
+}
+
+/** What `issuePlcBucketed` keeps beside the PLC: its expiry due time and its issue receipt. */
+export interface IssueExtras {
+  expiryDueAt: Date;
+  /** The receipt signed before the call (services/issue-receipt.ts), kept only if the reservation is booked. */
+  receipt: string;
+  receiptPubkey: string;
+  receiptIssuedAt: Date;
+  /** The PLC's expiry bucket [start, end) (`expiryBucketOf`). */
+  bucketStart: Date;
+  bucketEnd: Date;
+}
+
+export type BucketedIssueResult = IssueResult & {
+  /** The receipt kept for the PLC: this call's, or the one a first create kept. */
+  receipt: string;
+  /** The bucket of expiry time the PLC belongs to (`plc-expiry-<bucket>`). */
+  bucketStart: Date;
+  bucketEnd: Date;
+  /** True when this create inserted the bucket's row: its caller starts the bucket's workflow. */
+  bucketNew: boolean;
+};
+
+const bucketedIssueRow = issueRow.extend({ receipt: z.string(), bucket_new: z.boolean() });
+
+/**
+ * A PLC create in one statement (migration 35, `plc_issue_bucketed`): what `issuePlc` does, and in
+ * the same implicit transaction the PLC's expiry due time, its issue receipt and its expiry
+ * bucket's row. The request path's only write; no Temporal call (docs/plc.md, "Expiry by time
+ * buckets"). Refusals as `issuePlc`'s.
+ */
+export async function issuePlcBucketed(pool: Pool, input: NewPlc, limits: IssueLimits, extras: IssueExtras): Promise<BucketedIssueResult> {
+  const ownerId = input.issuerPubkey;
+  const posting = moneyModel.plcIssued({ issuerId: ownerId, currency: input.currency, amountMinor: input.amountMinor });
+  const legs = postingLegs(posting.entries);
+  try {
+    const { created, receipt, bucket_new: bucketNew, ...plc } = await one(pool, bucketedIssueRow, {
+      name: 'plc-issue-bucketed',
+      prepare: true,
+      text: `SELECT created, ${plcColumns}, receipt, bucket_new
+               FROM plc_issue_bucketed($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::text[], $15::text[], $16::text[], $17::bigint[],
+                                       $18, $19, $20, $21, $22, $23)`,
+      values: [
+        input.tokenId,
+        input.issuerPubkey,
+        input.amountMinor.toString(),
+        input.currency,
+        input.createdAtMs,
+        input.expiresAtMs,
+        input.nonce,
+        input.commitmentHash,
+        input.signature,
+        input.deviceId,
+        limits.amountMaxMinor.toString(),
+        limits.dailyLimitMinor.toString(),
+        posting.txType,
+        legs.owners,
+        legs.buckets,
+        legs.currencies,
+        legs.amounts,
+        extras.expiryDueAt,
+        extras.receipt,
+        extras.receiptPubkey,
+        extras.receiptIssuedAt,
+        extras.bucketStart,
+        extras.bucketEnd,
+      ],
+    });
+    if (created) {
+      reportCommitted(pool, { kind: 'ledger_posting', txType: posting.txType });
+      reportCommitted(pool, { kind: 'plc', event: 'created', count: 1 });
+    }
+    return { plc, created, receipt, bucketNew, bucketStart: extras.bucketStart, bucketEnd: extras.bucketEnd };
+  } catch (error) {
+    throw toIssueError(error, input.tokenId);
+  }
+}
+
+/** The expiry bucket a due time falls in: [start, end), `widthMs` wide, aligned on the epoch. */
+export function expiryBucketOf(dueAt: Date, widthMs: number): { start: Date; end: Date } {
+  const startMs = Math.floor(dueAt.getTime() / widthMs) * widthMs;
+  return { start: new Date(startMs), end: new Date(startMs + widthMs) };
 }
 
 export type ReleaseKind = 'CANCELLED' | 'EXPIRED';
@@ -359,8 +449,9 @@ export interface PendingAppend {
  * commit, see db/group-commit.ts). Each PLC advances only if it is still where it was read (the
  * same chain length and head, transferable, no redemption in flight): a compare-and-set under
  * its row lock, with its records stored in the same statement. A first hop (ISSUED ->
- * TRANSFERRED) also queues the status for the PLC's workflow in `plc_status_outbox`, so the
- * workflow's search attribute follows without a Temporal call on the request path.
+ * TRANSFERRED) of a PLC issued before migration 35 also queues the status for the PLC's own
+ * workflow in `plc_status_outbox`, so the workflow's search attribute follows without a Temporal
+ * call on the request path; a PLC issued since has no workflow of its own and queues nothing.
  *
  * Answers per item, in order: the new head, or null where the PLC was not as read (another
  * registration, a cancel, an expiry or a redemption got there first: read again and decide
@@ -401,7 +492,8 @@ export async function appendTransfersBatch(db: Queryable, items: readonly Pendin
                     status_changed_at = CASE WHEN p.status = 'TRANSFERRED' THEN p.status_changed_at ELSE now() END
                FROM wanted w JOIN locked l USING (token_id)
               WHERE p.token_id = l.token_id
-             RETURNING p.token_id, p.status, p.chain_length, p.head_hash, p.bearer_pubkey, w.first_hop
+             -- Only a PLC with a workflow of its own (issued before migration 35) is owed a status signal.
+             RETURNING p.token_id, p.status, p.chain_length, p.head_hash, p.bearer_pubkey, w.first_hop AND p.expiry_due_at IS NULL AS first_hop
            ), stored AS (
              INSERT INTO plc_transfers (token_id, position, sender_pubkey, recipient_pubkey, timestamp_ms, nonce, prev_hash,
                                         signature, record_hash, device_id)

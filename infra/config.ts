@@ -167,6 +167,12 @@ export const configSchema = z
      * expires_at plus the clock tolerance (the signed TTL stays 1 to 168 hours). Refused in production.
      */
     PLC_EXPIRY_OVERRIDE_MS: z.coerce.number().int().min(100).max(7 * 24 * 3_600_000).optional(),
+    /**
+     * The width of a PLC expiry bucket (docs/plc.md, "Expiry by time buckets"): one workflow per
+     * bucket of due time expires its PLCs at the bucket's end, so a PLC expires at most this long
+     * after it falls due. One minute: a week's horizon is 10,080 buckets.
+     */
+    PLC_EXPIRY_BUCKET_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
     IDEMPOTENCY_WINDOW_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
     RATE_LIMIT_PLC_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
     RATE_LIMIT_TRANSFER_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),

@@ -136,7 +136,8 @@ export function createRedemptionService(deps: RedemptionServiceDeps): Redemption
       typedSearchAttributes: [
         { key: tokenIdKey, value: tokenId },
         { key: bearerIdKey, value: bearerPubkey },
-        { key: businessStatusKey, value: 'OPENING' },
+        // PENDING_PAYMENT from the start: a lean run (workflows/redemption.ts) upserts only a status that differs (REFUSED, a row found in another state).
+        { key: businessStatusKey, value: 'PENDING_PAYMENT' },
       ],
     });
     await withDomainErrors(() =>

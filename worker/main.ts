@@ -12,7 +12,7 @@ import { createLogger } from '../infra/logger.ts';
 import { temporalLogger } from './temporal-logger.ts';
 import { stopWhenSupervisorExits } from '../infra/supervised.ts';
 import { createWorkerPair } from './create-worker.ts';
-import { ensureGatewayAuditSchedule, ensureLedgerCheckSchedule, ensureWebhookMonitorSchedule } from './schedules.ts';
+import { ensureGatewayAuditSchedule, ensureLedgerCheckSchedule, ensurePlcExpirySweepSchedule, ensureWebhookMonitorSchedule } from './schedules.ts';
 import { workflowThreadGuardInstalled } from './workflow-thread-guard.ts';
 
 /**
@@ -99,6 +99,9 @@ async function main(): Promise<void> {
     logger.info({ schedule: 'ledger-check', outcome: ledgerCheck, intervalMs: config.LEDGER_CHECK_INTERVAL_MS }, 'ledger check scheduled');
     // The gateway audit (docs/reconciliation.md), every GATEWAY_AUDIT_INTERVAL_MS (0 removes the schedule).
     await ensureGatewayAuditSchedule(new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), config, logger);
+    // The PLC expiry sweep (docs/plc.md, "Expiry by time buckets"): the net under the bucket workflows.
+    const expirySweep = await ensurePlcExpirySweepSchedule(new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), { taskQueue: config.TEMPORAL_TASK_QUEUE });
+    logger.info({ schedule: 'plc-expiry-sweep', outcome: expirySweep }, 'PLC expiry sweep scheduled');
     const guard = workflowThreadGuardInstalled();
     if (!guard) logger.warn('started without worker/preload.ts: workflow threads use the SDK\'s per-call timeout (a thread per call); start with `node --import ./worker/preload.ts worker/main.ts`');
     logger.info(

@@ -36,6 +36,9 @@ export const loggedActivities: Record<string, OperationLogSpec & { type: Operati
   cancelPlc: { type: 'PLC_CANCEL', reference: 'tokenId' },
   expirePlc: { type: 'PLC_EXPIRE', reference: 'tokenId' },
   expireOverdueBatch: { type: 'PLC_EXPIRE', reference: 'runId' },
+  // The expiry buckets (workflows/plc-expiry.ts): a batch of a bucket, the sweep.
+  expireBucketBatch: { type: 'PLC_EXPIRE', reference: 'bucket' },
+  sweepPlcExpiry: { type: 'PLC_EXPIRE', reference: 'scheduleId' },
   openRedemption: { type: 'REDEMPTION', reference: 'redemptionId' },
   createPayout: { type: 'REDEMPTION', reference: 'redemptionId' },
   readPayoutStatus: { type: 'REDEMPTION', reference: 'redemptionId' },

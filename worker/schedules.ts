@@ -5,6 +5,7 @@ import { ensureSchedule, type EnsureScheduleOutcome, type ScheduleDefinition } f
 import { scheduleIds, workflowIds } from '../workflows/ids.ts';
 import type { ScheduledReconcileInput } from '../workflows/scheduled-reconcile.ts';
 import type { WebhookMonitorInput } from '../workflows/webhook-messages.ts';
+import type { PlcExpirySweepInput } from '../workflows/plc-expiry.ts';
 
 /**
  * The Temporal Schedules a worker keeps (infra/schedules.ts `ensureSchedule`), from the
@@ -101,5 +102,34 @@ export function ensureLedgerCheckSchedule(client: Pick<Client, 'schedule'>, opti
     args: [],
     workflowExecutionTimeoutMs: Math.max(options.intervalMs * 2, 60 * 60_000),
     note: 'the ledger check (docs/operations-console.md): LEDGER_CHECK_INTERVAL_MS',
+  });
+}
+
+export interface PlcExpirySweepScheduleOptions {
+  taskQueue: string;
+  /** Every minute by default: with a one-minute bucket, the bound docs/plc.md states. */
+  intervalMs?: number;
+  /** `plc-expiry-sweep` (workflows/ids.ts); tests give their own. */
+  scheduleId?: string;
+}
+
+/**
+ * The PLC expiry sweep's schedule (docs/plc.md, "Expiry by time buckets"): plcExpirySweepWorkflow
+ * every minute, starting the bucket workflows nobody started and expiring what no bucket did.
+ */
+export function ensurePlcExpirySweepSchedule(client: Pick<Client, 'schedule'>, options: PlcExpirySweepScheduleOptions): Promise<EnsureScheduleOutcome> {
+  const scheduleId = options.scheduleId ?? scheduleIds.plcExpirySweep;
+  const intervalMs = options.intervalMs ?? 60_000;
+  const input: PlcExpirySweepInput = { taskQueue: options.taskQueue };
+  return ensureSchedule(client, {
+    scheduleId,
+    intervalMs,
+    workflowType: 'plcExpirySweepWorkflow',
+    // Temporal appends the scheduled time: plc-expiry-sweep-2026-12-07T19:41:00Z.
+    workflowId: scheduleId,
+    taskQueue: options.taskQueue,
+    args: [input],
+    workflowExecutionTimeoutMs: Math.max(intervalMs * 10, 15 * 60_000),
+    note: 'the PLC expiry sweep (docs/plc.md, "Expiry by time buckets")',
   });
 }

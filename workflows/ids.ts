@@ -5,7 +5,16 @@
  * so the API, activities and workflows all import it.
  */
 export const workflowIds = {
+  /** A PLC issued before migration 35: its own workflow (workflows/plc.ts). */
   plc: (tokenId: string) => `plc-${tokenId}`,
+  /**
+   * The expiry bucket of due time starting at `bucketStartMs` (workflows/plc-expiry.ts): `plc-expiry-2026-12-07T19:41:00Z`
+   * on the service's own task queue (`settlement`); on another one (a test's, a second deployment
+   * sharing a namespace) the queue is in the id, `plc-expiry-<queue>-<minute>`, so that two
+   * databases never share a bucket's workflow.
+   */
+  plcExpiryBucket: (bucketStartMs: number, taskQueue: string) =>
+    `plc-expiry-${taskQueue === 'settlement' ? '' : `${taskQueue}-`}${new Date(bucketStartMs).toISOString().slice(0, 19)}Z`,
   redemption: (redemptionId: string) => `redemption-${redemptionId}`,
   charge: (chargeId: string) => `charge-${chargeId}`,
   deposit: (idempotencyKey: string) => `deposit-${idempotencyKey}`,
@@ -33,4 +42,6 @@ export const scheduleIds = {
   gatewayAudit: 'gateway-audit',
   /** The webhook monitor (docs/settlement.md), every WEBHOOK_MONITOR_INTERVAL_MS. */
   webhookMonitor: 'webhook-monitor',
+  /** The PLC expiry sweep (docs/plc.md, "Expiry by time buckets"), every minute. */
+  plcExpirySweep: 'plc-expiry-sweep',
 } as const;

@@ -6,6 +6,7 @@ export { ledgerCheckWorkflow } from './ledger-check.ts';
 export { limitReviewWorkflow } from './limit-review.ts';
 export { pinResetEmailWorkflow } from './pin-reset-email.ts';
 export { plcWorkflow } from './plc.ts';
+export { plcExpiryBucketWorkflow, plcExpirySweepWorkflow } from './plc-expiry.ts';
 export { issuePlcUpdate, cancelPlcUpdate, plcTransferredSignal, plcRedemptionFinishedSignal } from './plc-messages.ts';
 export { reconciliationWorkflow } from './reconciliation.ts';
 export { scheduledReconcileWorkflow } from './scheduled-reconcile.ts';

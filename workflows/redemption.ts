@@ -1,6 +1,8 @@
 import {
   ActivityFailure,
   allHandlersFinished,
+  CancelledFailure,
+  TemporalFailure,
   ApplicationFailure,
   condition,
   getExternalWorkflowHandle,
@@ -9,6 +11,7 @@ import {
   proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { PayoutStatus, RedemptionActivities, RedemptionState, RetryPayoutResult } from '../activities/redemption.ts';
 import { isTransientPayoutRefusal, payoutOutcome } from '../gateway/status.ts';
@@ -46,6 +49,19 @@ const activities = proxyActivities<RedemptionActivities>({
 const localFinish = proxyLocalActivities<RedemptionActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2, maximumAttempts: 20 },
+});
+
+/**
+ * Since patch `redemption-lean-history` (issue 38), the payout is created in a local activity in
+ * the workflow task that opened the redemption: no activity task, no workflow task of its own (it
+ * is made once, by the intent recorded first and the gateway's idempotency key, so retrying the
+ * whole is cheap). The opening update's answer leaves with that workflow task, so the local
+ * attempt is one, bounded at 2 seconds: a gateway that is slow or down delays the redeem's answer
+ * by 2 s at most, and the regular activity takes over with its full retries, as before the patch.
+ */
+const localPayout = proxyLocalActivities<RedemptionActivities>({
+  startToCloseTimeout: '2 seconds',
+  retry: { maximumAttempts: 1 },
 });
 
 /** An operator's retry runs its gateway calls as one activity, whose own errors it reports as an outcome. */
@@ -87,9 +103,13 @@ export type RedemptionWorkflowResult = { status: 'REFUSED'; code: string } | { s
 const pollRoundsMax = 48;
 
 export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promise<RedemptionWorkflowResult> {
-  // Decided before any handler runs: a run started before operators' retries existed keeps the
-  // shape it had (replayed histories) and refuses a retry.
-  const retriesSupported = patched('redemption-operator-retry');
+  // Decided before any handler runs. Since `redemption-lean-history` (issue 38) one patch marks the
+  // run's shape, with operators' retries and the local finish of the patches before it (their
+  // markers are no longer written: two events each); a run recorded before keeps its own.
+  const lean = patched('redemption-lean-history');
+  // A run started before operators' retries existed keeps the shape it had (replayed histories)
+  // and refuses a retry.
+  const retriesSupported = lean || patched('redemption-operator-retry');
   /** Retries waiting for the main loop, which runs them one at a time between its waits. */
   const retryQueue: { request: RetrySettlementRequest; answer: (result: RetrySettlementResult) => void }[] = [];
   /** Retries whose outcome is final: answered once it is booked. */
@@ -103,6 +123,20 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
   let outcome: Extract<PayoutStatus, { final: true }> | undefined;
 
   const setStatus = (status: string): void => upsertSearchAttributes([{ key: businessStatusKey, value: status }]);
+  /**
+   * Lean runs hold the payout's transfer id back and write it with the next status change (one
+   * upsert event instead of two): at the end, or when the webhook is late and the run polls.
+   */
+  let referenceHeld: string | undefined;
+  const setReference = (transferId: string): void => {
+    if (lean) referenceHeld = transferId;
+    else upsertSearchAttributes([{ key: referenceIdKey, value: transferId }]);
+  };
+  const setStatusWithReference = (status: string): void => {
+    const held = referenceHeld;
+    referenceHeld = undefined;
+    upsertSearchAttributes([{ key: businessStatusKey, value: status }, ...(held === undefined ? [] : [{ key: referenceIdKey, value: held }])]);
+  };
 
   setHandler(
     openRedemptionUpdate,
@@ -170,16 +204,19 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
     if (opened === undefined) refusedCode ??= 'NO_OPEN_UPDATE';
   }
   if (opened === undefined) {
+    if (lean) setStatus('REFUSED');
     await condition(allHandlersFinished);
     return { status: 'REFUSED', code: refusedCode ?? 'UNKNOWN' };
   }
-  setStatus(opened.status);
+  // A lean run is started PENDING_PAYMENT by the API (services/redemption.ts): the upsert only
+  // when the row says otherwise (a resumed run, an adopted row, a run started by an older API).
+  if (!lean || workflowInfo().typedSearchAttributes.get(businessStatusKey) !== opened.status) setStatus(opened.status);
 
   let lastStatus = opened.status as string;
   const setStatusOnce = (status: string): void => {
     if (status === lastStatus) return;
     lastStatus = status;
-    setStatus(status);
+    setStatusWithReference(status);
   };
   let payoutProblem: { kind: 'refused' | 'unknown'; text: string } | null = null;
 
@@ -187,7 +224,7 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
   const runRetry = async (entry: (typeof retryQueue)[number]): Promise<void> => {
     const result = await retryActivities.retryPayout({ redemptionId: input.redemptionId, retryId: entry.request.retryId });
     if (result.closedTransferId !== null) closedTransfers.add(result.closedTransferId);
-    if (result.transferId !== null) upsertSearchAttributes([{ key: referenceIdKey, value: result.transferId }]);
+    if (result.transferId !== null) setReference(result.transferId);
     if (result.final !== null) outcome ??= result.final;
     else if (result.outcome !== 'GATEWAY_UNAVAILABLE') {
       payoutProblem =
@@ -200,8 +237,19 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
   if (opened.status === 'PENDING_PAYMENT' && retriesSupported) {
     setStatusOnce('PENDING_PAYMENT');
     try {
-      const created = await activities.createPayout({ redemptionId: input.redemptionId });
-      if (created.transferId !== null) upsertSearchAttributes([{ key: referenceIdKey, value: created.transferId }]);
+      let created;
+      if (lean) {
+        try {
+          created = await localPayout.createPayout({ redemptionId: input.redemptionId });
+        } catch (error) {
+          // A local activity's failure reaches the workflow as the activity's own failure (an
+          // ApplicationFailure), its timeout as a TimeoutFailure: any failure but a cancellation.
+          if (!(error instanceof TemporalFailure) || error instanceof CancelledFailure) throw error;
+          // The quick attempt failed: the regular activity, with its full retries.
+          created = await activities.createPayout({ redemptionId: input.redemptionId });
+        }
+      } else created = await activities.createPayout({ redemptionId: input.redemptionId });
+      if (created.transferId !== null) setReference(created.transferId);
       if (created.status.final && !created.status.done && isTransientPayoutRefusal(created.status.gatewayStatus)) {
         payoutProblem = { kind: 'refused', text: `${created.status.gatewayStatus}: ${created.status.failReason ?? ''}` };
       } else if (created.status.final) outcome ??= created.status;
@@ -225,6 +273,8 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
         setStatusOnce('PENDING_PAYMENT');
         if (await condition(() => outcome !== undefined || retryQueue.length > 0, input.webhookWaitMs)) continue;
         round += 1;
+        // The webhook is late: the transfer id goes to the UI now (a lean run held it back).
+        if (referenceHeld !== undefined) setStatusWithReference('PENDING_PAYMENT');
         try {
           const status = await activities.readPayoutStatus({ redemptionId: input.redemptionId });
           if (status.final) outcome ??= status;
@@ -264,18 +314,18 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
   if (outcome === undefined) {
     // No answer from the gateway in all that time: leave the money in PENDING for the operator
     // (pending-transfers reconciliation) rather than guess.
-    if (!retriesSupported || lastStatus !== 'PENDING_PAYMENT_STALLED') setStatus('PENDING_PAYMENT_STALLED');
+    if (!retriesSupported || lastStatus !== 'PENDING_PAYMENT_STALLED' || referenceHeld !== undefined) setStatusWithReference('PENDING_PAYMENT_STALLED');
     for (const entry of retryQueue.splice(0)) entry.answer(notFinished(entry.request.retryId, opened));
     await condition(allHandlersFinished);
     return { status: 'FAILED', state: opened };
   }
   const finishInput = { redemptionId: input.redemptionId, done: outcome.done, gatewayStatus: outcome.gatewayStatus, failReason: outcome.failReason };
   let state: RedemptionState;
-  if (patched('redemption-finish-local')) {
+  if (lean || patched('redemption-finish-local')) {
     // One workflow task from the final event to the end: the booking and the PLC workflow's
     // signal (sent by the activity) in a local activity, then the workflow completes.
     state = await localFinish.settleRedemption({ ...finishInput, tokenId: input.tokenId });
-    setStatus(state.status);
+    setStatusWithReference(state.status);
   } else {
     state = await activities.finishRedemption(finishInput);
     setStatus(state.status);

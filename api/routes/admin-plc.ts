@@ -11,7 +11,7 @@ import { DomainError } from '../../src/errors.ts';
 import { bytesToHex, generateKeyPair } from '../../src/protocol/index.ts';
 import type { expireTokensWorkflow } from '../../workflows/expire-sweep.ts';
 import { businessStatusKey, referenceIdKey } from '../../workflows/search-attributes.ts';
-import { toChainEntry, toPlcJson, toPlcStatus } from '../plc-views.ts';
+import { expiryWorkflowIdOf, toChainEntry, toPlcJson, toPlcStatus } from '../plc-views.ts';
 import { adminErrors, booleanQuery, errorResponse, pageQuery } from '../schemas/common.ts';
 import { toTransactionItem, transactionItem } from '../schemas/ledger.ts';
 import { chainEntry, plcStatusResponse, plcStatusSchema, pubkeySchema, tokenIdParam } from '../schemas/plc.ts';
@@ -84,7 +84,7 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
         tags: ['admin: plc'],
         summary: 'The full PLC with its chain, its ledger transactions and its workflow id',
         description:
-          'Everything known about one PLC: its status, the PLC JSON as registered (with its chain), each registered hop with when it was registered, the device that created it, its workflow id (`plc-<token_id>`, to find it in the Temporal UI) and its ledger transactions; 404 `PLC_NOT_FOUND`.',
+          'Everything known about one PLC: its status, the PLC JSON as registered (with its chain), each registered hop with when it was registered, the device that created it, the id of the workflow that expires it (`workflow_id`: the expiry bucket `plc-expiry-<minute>` that expires it, or `plc-<token_id>` for a PLC issued before expiry buckets, to find it in the Temporal UI; docs/plc.md, "Expiry by time buckets") and when it falls due (`expiry_due_at`), its redemptions (each `redemption-<id>` in the Temporal UI) and its ledger transactions; 404 `PLC_NOT_FOUND`.',
         security,
         params: tokenIdParam,
         requestExample: { params: { token_id: exampleTokenId } },
@@ -95,7 +95,8 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
               plc: plcJsonSchema,
               chain: z.array(chainEntry),
               device_id: z.string(),
-              workflow_id: z.string(),
+              workflow_id: z.string().describe('the workflow that expires it: its expiry bucket `plc-expiry-<minute>`, or its own `plc-<token_id>` (issued before buckets)'),
+              expiry_due_at: z.string().nullable().describe('when it falls due for expiry (expires_at plus the clock tolerance); null for a PLC issued before buckets'),
               transactions: z.array(transactionItem),
               risk_flags: z.array(riskFlagResponse).describe('Flags raised about this PLC: a fork\'s evidence (both records, the signer) is in their details'),
               redemptions: z.array(redemptionResponse).describe('Its redemptions, newest first (at most 20)'),
@@ -122,7 +123,8 @@ export async function adminPlcRoutes(app: FastifyInstance): Promise<void> {
         plc: toPlcJson(row, transfers),
         chain: transfers.map(toChainEntry),
         device_id: row.device_id,
-        workflow_id: `plc-${row.token_id}`,
+        workflow_id: expiryWorkflowIdOf(row, config),
+        expiry_due_at: row.expiry_due_at?.toISOString() ?? null,
         transactions: transactions.map(toTransactionItem),
         risk_flags: flags.map(toRiskFlag),
         redemptions: redemptions.map(toRedemptionResponse),

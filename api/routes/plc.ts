@@ -1,9 +1,11 @@
-import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { exampleCancelAuthorization, examplePlcIssued, examplePlcTransferred, examplePubkeys, exampleTokenId } from '../schemas/examples.ts';
-import { getPlc, listIssuerActive, listTransfers } from '../../db/plcs.ts';
+import { expiryBucketOf, getPlc, issuePlcBucketed, listIssuerActive, listTransfers, releasePlc } from '../../db/plcs.ts';
+import { recordOperation } from '../../db/operation-log.ts';
+import { startExpiryBucket } from '../../services/plc-expiry.ts';
+import { toPlcState } from '../../services/plc-state.ts';
 import { DomainError } from '../../src/errors.ts';
 import { expiryDueAtMs } from '../../src/plc/lifecycle.ts';
 import { authorizationReference, recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
@@ -24,15 +26,11 @@ import {
   type Plc,
   type PlcJson,
 } from '../../src/protocol/index.ts';
-import { cancelPlcUpdate, issuePlcUpdate } from '../../workflows/plc-messages.ts';
-import type { plcWorkflow } from '../../workflows/plc.ts';
-import { businessStatusKey, ownerIdKey, tokenIdKey } from '../../workflows/search-attributes.ts';
 import { nodeVerifyEd25519 } from '../../infra/ed25519-node.ts';
-import { plcTaskQueueOf } from '../../infra/config.ts';
 import { authorizationReplayed, verifyOrRefuse } from '../../services/chain-intake.ts';
 import { deviceIdOf, deviceRateLimit } from '../device-id.ts';
 import { idempotentObjectId } from '../plugins/idempotency.ts';
-import { toChainEntry, toPlcJson, toPlcStatus, toPlcStatusFromState } from '../plc-views.ts';
+import { expiryWorkflowIdOf, toChainEntry, toPlcJson, toPlcStatus } from '../plc-views.ts';
 import { errorResponse, standardErrors } from '../schemas/common.ts';
 import { idempotencyKeyHeader } from '../schemas/ledger.ts';
 import { money } from '../schemas/money.ts';
@@ -48,7 +46,6 @@ import {
   transferPlcRequest,
   transferPlcResponse,
 } from '../schemas/plc.ts';
-import { withDomainErrors } from '../../services/temporal.ts';
 import { createIssueReceipts, receiptSigningKey } from '../../services/issue-receipt.ts';
 
 const modifyHeaders = z.object({ 'x-device-id': deviceIdSchema, 'idempotency-key': idempotencyKeyHeader.optional() });
@@ -115,6 +112,10 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
   const { transfers } = app.services;
   // The service's issue receipts (docs/protocol.md section 19): the blocklist's key signs them unless RECEIPT_SIGNING_SEED.
   const receipts = createIssueReceipts({ pool, signingKey: receiptSigningKey(config) });
+  const bucketOf = (dueAt: Date) => {
+    const { start, end } = expiryBucketOf(dueAt, config.PLC_EXPIRY_BUCKET_MS);
+    return { bucketStart: start, bucketEnd: end };
+  };
 
   /** `field`: where the PLC sits in the body (`plc`, or '' when it is the body), for the `loc` of a refusal. */
   async function createPlc(request: FastifyRequest, plcJson: PlcJson, field: string) {
@@ -135,7 +136,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         const issued = await getPlc(pool, commitment.tokenId);
         if (issued !== null && issued.commitment_hash === bytesToHex(plc.commitmentHash)) {
           const issueReceipt = await receipts.forRegistered(commitment);
-          return { ...toPlcStatus(issued), workflow_id: `plc-${issued.token_id}`, issue_transaction_id: issued.issue_tx_id, created: false, issue_receipt: issueReceipt };
+          return { ...toPlcStatus(issued), workflow_id: expiryWorkflowIdOf(issued, config), issue_transaction_id: issued.issue_tx_id, created: false, issue_receipt: issueReceipt };
         }
         throw new DomainError('PLC_NOT_FRESH', `created_at must be within ${toleranceMs} ms of the server clock`, {
           field: `${field}.created_at`,
@@ -147,64 +148,54 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         config.PLC_EXPIRY_OVERRIDE_MS === undefined
           ? expiryDueAtMs(commitment.expiresAtMs, toleranceMs)
           : nowMs + config.PLC_EXPIRY_OVERRIDE_MS;
-      // The device's progressive limits (services/plc-limits.ts), enforced by plc_issue.
+      // The device's progressive limits (services/plc-limits.ts), enforced by plc_issue_bucketed.
       const { limits } = await deviceLimits(pool, ceilings, issuerPubkey, deviceId);
-      const workflowId = `plc-${tokenId}`;
-      const startWorkflowOperation = new WithStartWorkflowOperation<typeof plcWorkflow>('plcWorkflow', {
-        workflowId,
-        // The PLC workflows' own task queue (docs/plc.md, "Task queues").
-        taskQueue: plcTaskQueueOf(config),
-        args: [{ tokenId, issuerPubkey, expiryDueAtMs: dueAtMs }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: [
-          { key: tokenIdKey, value: tokenId },
-          { key: ownerIdKey, value: issuerPubkey },
-          // ISSUED from the start: the workflow marks a refused create REFUSED as it ends
-          // (workflows/plc.ts), so a successful create needs no upsert.
-          { key: businessStatusKey, value: 'ISSUED' },
-        ],
-      });
-      const result = await withDomainErrors(() =>
-        temporal.workflow.executeUpdateWithStart(issuePlcUpdate, {
-          args: [
-            {
-              tokenId,
-              issuerPubkey,
-              amountMinor: commitment.amountMinor.toString(),
-              currency: commitment.currency as 'BRL' | 'USD' | 'EUR',
-              createdAtMs: commitment.createdAtMs,
-              expiresAtMs: commitment.expiresAtMs,
-              nonce: bytesToHex(commitment.nonce),
-              commitmentHash: bytesToHex(plc.commitmentHash),
-              signature: bytesToHex(plc.issuerSignature),
-              deviceId,
-              amountMaxMinor: limits.maxAmountMinor.toString(),
-              dailyLimitMinor: limits.dailyLimitMinor.toString(),
-            },
-          ],
-          startWorkflowOperation,
-        }),
+      // Signed before the statement, kept by it only if the reservation is booked (docs/protocol.md
+      // section 19): no receipt leaves the service for a PLC whose amount is not reserved.
+      const receiptIssuedAtMs = Date.now();
+      const receipt = bytesToHex(receipts.sign(commitment, receiptIssuedAtMs));
+      // The whole create: one statement, one transaction (migration 35): the reservation, the row,
+      // the receipt, the expiry bucket. No Temporal call (docs/plc.md, "Expiry by time buckets").
+      const result = await issuePlcBucketed(
+        pool,
+        {
+          tokenId,
+          issuerPubkey,
+          amountMinor: commitment.amountMinor,
+          currency: commitment.currency as 'BRL' | 'USD' | 'EUR',
+          createdAtMs: commitment.createdAtMs,
+          expiresAtMs: commitment.expiresAtMs,
+          nonce: bytesToHex(commitment.nonce),
+          commitmentHash: bytesToHex(plc.commitmentHash),
+          signature: bytesToHex(plc.issuerSignature),
+          deviceId,
+        },
+        { amountMaxMinor: limits.maxAmountMinor, dailyLimitMinor: limits.dailyLimitMinor },
+        {
+          expiryDueAt: new Date(dueAtMs),
+          receipt,
+          receiptPubkey: receipts.servicePubkey,
+          receiptIssuedAt: new Date(receiptIssuedAtMs),
+          ...bucketOf(new Date(dueAtMs)),
+        },
       );
-      // A fresh create answers from the row the issue's INSERT returned. A retry's result may be
-      // the first attempt's, recorded in the workflow since: the current row is read instead.
-      const issuedView = result.created ? toPlcStatusFromState(result.state) : null;
-      if (issuedView !== null) {
-        transfers.rememberIssued(plc);
-        // Signed only now: the reservation is booked. The first receipt kept is the one answered.
-        const issueReceipt = await receipts.forRegistered(commitment);
-        return { ...issuedView, workflow_id: workflowId, issue_transaction_id: result.state.issueTxId, created: true, issue_receipt: issueReceipt };
+      // The first create of a bucket starts its workflow, once a minute of expiry time at most; if
+      // this fails (or the process dies first), the sweep starts it (plc-expiry-sweep).
+      if (result.bucketNew) {
+        try {
+          await startExpiryBucket({ pool, temporal, taskQueue: config.TEMPORAL_TASK_QUEUE }, { start: result.bucketStart, end: result.bucketEnd });
+        } catch (error) {
+          request.log.warn({ err: error, bucket: result.bucketStart.toISOString() }, 'the expiry bucket\'s workflow was not started: the sweep starts it');
+        }
       }
-      const row = await getPlc(pool, tokenId);
-      if (row === null) throw new Error(`PLC ${tokenId} was issued but is not in the database`);
-      // The workflow plc-<token_id> answers every create of its token id with the PLC it issued:
-      // only the same commitment is a retry; another one under that id is refused, booking nothing.
-      if (row.commitment_hash !== bytesToHex(plc.commitmentHash)) {
-        throw new DomainError('PLC_ALREADY_EXISTS', 'another PLC is registered under this token id', { token_id: tokenId });
-      }
-      // A retry (or a create whose first answer was lost before its receipt was kept) gets the
-      // receipt kept, or one signed now: the row proves the reservation was booked.
-      const issueReceipt = await receipts.forRegistered(commitment);
-      return { ...toPlcStatus(row), workflow_id: workflowId, issue_transaction_id: row.issue_tx_id, created: result.created, issue_receipt: issueReceipt };
+      if (result.created) transfers.rememberIssued(plc);
+      return {
+        ...toPlcStatus(result.plc),
+        workflow_id: expiryWorkflowIdOf(result.plc, config),
+        issue_transaction_id: result.plc.issue_tx_id,
+        created: result.created,
+        issue_receipt: result.receipt,
+      };
   }
 
   const createSchema = {
@@ -218,9 +209,9 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         ...createSchema,
-        summary: 'Register an issuer-signed PLC: books AVAILABLE -> PROMISED and starts its workflow (plc-<token_id>)',
+        summary: 'Register an issuer-signed PLC: books AVAILABLE -> PROMISED in one transaction; expired later by its expiry bucket (plc-expiry-<minute>)',
         description:
-          "The issuer's wallet made and signed the PLC (docs/protocol.md); this registers it: the commitment and signature are verified, `created_at` must be within the clock tolerance of the server's clock, the chain must be empty, and the amount is checked against the device's progressive limits (per PLC and per 24 hours, from the owner's reputation tier and volume or an approved override, under `PLC_MAX_AMOUNT_MINOR` and `PLC_DAILY_LIMIT_MINOR`; docs/limits-and-fees.md). A refusal names the limit, what is left and the increase-request route. The PLC workflow (`plc-<token_id>`) books issuer AVAILABLE -> PROMISED in one transaction and answers; it then waits for the PLC's expiry. A retry of the same PLC answers `created: false` with its current state; the optional Idempotency-Key (300 s) answers a retry from the stored response. The answer carries `issue_receipt`, the service's signature over the registered commitment (docs/protocol.md section 19): the issuer's wallet attaches it to the PLC, and an offline receiver checks it against the receipt keys of the signed blocklist. Refusals: 409 `INSUFFICIENT_FUNDS`, `ACCOUNT_FROZEN`, `PLC_ALREADY_EXISTS` (another PLC under this token id), `PLC_DAILY_LIMIT_EXCEEDED`; 422 `PLC_INVALID.<reason>`, `PLC_NOT_FRESH`, `PLC_AMOUNT_ABOVE_MAXIMUM`.",
+          "The issuer's wallet made and signed the PLC (docs/protocol.md); this registers it: the commitment and signature are verified, `created_at` must be within the clock tolerance of the server's clock, the chain must be empty, and the amount is checked against the device's progressive limits (per PLC and per 24 hours, from the owner's reputation tier and volume or an approved override, under `PLC_MAX_AMOUNT_MINOR` and `PLC_DAILY_LIMIT_MINOR`; docs/limits-and-fees.md). A refusal names the limit, what is left and the increase-request route. One PostgreSQL statement books issuer AVAILABLE -> PROMISED, stores the PLC with its expiry due time and its issue receipt, and registers its expiry bucket; no Temporal call (docs/plc.md, \"Expiry by time buckets\"). `workflow_id` names the expiry bucket that expires it (`plc-expiry-<minute>`), within a minute of `expires_at` plus the clock tolerance. A retry of the same PLC answers `created: false` with its current state; the optional Idempotency-Key (300 s) answers a retry from the stored response. The answer carries `issue_receipt`, the service's signature over the registered commitment (docs/protocol.md section 19): the issuer's wallet attaches it to the PLC, and an offline receiver checks it against the receipt keys of the signed blocklist. Refusals: 409 `INSUFFICIENT_FUNDS`, `ACCOUNT_FROZEN`, `PLC_ALREADY_EXISTS` (another PLC under this token id), `PLC_DAILY_LIMIT_EXCEEDED`; 422 `PLC_INVALID.<reason>`, `PLC_NOT_FRESH`, `PLC_AMOUNT_ABOVE_MAXIMUM`.",
         body: createPlcRequest,
         requestExample: { body: { plc: examplePlcIssued } },
       },
@@ -337,9 +328,9 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags: ['plc'],
-        summary: 'Cancel an ISSUED PLC (issuer-signed): books PROMISED -> AVAILABLE and ends its workflow',
+        summary: 'Cancel an ISSUED PLC (issuer-signed): books PROMISED -> AVAILABLE in one transaction',
         description:
-          "Only the original issuer may cancel, only a PLC still ISSUED with no hop registered, with an authorisation signed over the PLC's commitment within the clock tolerance (docs/protocol.md section 13). The PLC workflow books PROMISED -> AVAILABLE and ends. Refusals: 409 `PLC_NOT_CANCELLABLE` (transferred, redeemed, expired or cancelled already), `PLC_MISMATCH`; 422 `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`; 404 `PLC_NOT_FOUND`.",
+          "Only the original issuer may cancel, only a PLC still ISSUED with no hop registered, with an authorisation signed over the PLC's commitment within the clock tolerance (docs/protocol.md section 13). One transaction locks the PLC, checks it is still ISSUED with no hop, and books PROMISED -> AVAILABLE (a racing hop, redemption or expiry that committed first wins). Refusals: 409 `PLC_NOT_CANCELLABLE` (transferred, redeemed, expired or cancelled already), `PLC_MISMATCH`; 422 `SIGNATURE_INVALID`, `AUTHORIZATION_STALE`; 404 `PLC_NOT_FOUND`.",
         params: tokenIdParam,
         headers: modifyHeaders,
         body: z
@@ -416,16 +407,23 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
       // Claimed before the cancel runs (of two identical cancels racing, one claims it) and
       // released if the cancel is refused: only a cancel that happened keeps its authorisation.
       if (!retry && !(await recordAuthorization(pool, used))) throw authorizationReplayed();
-      let state;
-      try {
-        state = await withDomainErrors(() => temporal.workflow.getHandle(`plc-${tokenId}`).executeUpdate(cancelPlcUpdate));
-      } catch (error) {
-        if (error instanceof DomainError || error instanceof WorkflowNotFoundError) await releaseAuthorization(pool, used.authorizationHash, cancellationId);
-        if (!(error instanceof WorkflowNotFoundError)) throw error;
-        // The workflow has ended (the PLC expired or was cancelled meanwhile): the database says which.
-        const latest = await getPlc(pool, tokenId);
-        throw new DomainError('PLC_NOT_CANCELLABLE', `a ${latest?.status ?? 'missing'} PLC cannot be cancelled`, { status: latest?.status });
+      // PostgreSQL decides (db/plcs.ts releasePlc): a cancel racing a first hop, a redemption or the
+      // expiry finds the PLC as the winner left it.
+      const startedAt = new Date();
+      const released = await releasePlc(pool, tokenId, 'CANCELLED');
+      const cancelledPlc = released.plc;
+      // A retry whose first attempt cancelled finds the PLC CANCELLED: its cancellation.
+      if (cancelledPlc === null || (!released.released && !(retry && cancelledPlc.status === 'CANCELLED'))) {
+        await releaseAuthorization(pool, used.authorizationHash, cancellationId);
+        throw new DomainError('PLC_NOT_CANCELLABLE', `a ${cancelledPlc?.status ?? 'missing'} PLC cannot be cancelled`, {
+          status: cancelledPlc?.status,
+          chain_length: cancelledPlc?.chain_length,
+        });
       }
+      if (released.released) {
+        await recordOperation(pool, { operationType: 'PLC_CANCEL', step: 'cancelPlc', ownerId: cancelledPlc.issuer_owner_id, referenceId: tokenId, startedAt });
+      }
+      const state = toPlcState(cancelledPlc);
       return {
         token_id: tokenId,
         status: 'CANCELLED' as const,
@@ -443,7 +441,7 @@ export async function plcRoutes(app: FastifyInstance): Promise<void> {
         tags: ['plc'],
         summary: 'Register transfer hops learnt offline; the whole chain is verified; appending a known chain is idempotent',
         description:
-          "A device that received the PLC offline (BLE, NFC, QR) registers the chain it holds, as JSON or as the QR text. The whole chain is verified (every record signed by the bearer before it, hash-linked, fresh nonces); the records the server does not know yet are appended. Registering a chain the server already has (or a prefix of it) changes nothing and answers `appended: 0`. A record that spends a state which already has another successor is a double spend: refused with 409 `DOUBLE_SPEND_DETECTED`, naming the signer, and a risk flag is raised. Other refusals: 409 `PLC_NOT_TRANSFERABLE` (redeemed, cancelled, expired, or a redemption in flight), `PLC_EXPIRED`, `PLC_MISMATCH`; 422 `PLC_INVALID.<reason>`; 404 `PLC_NOT_FOUND`. The first hop also moves the PLC workflow's status to TRANSFERRED (through the status outbox).",
+          "A device that received the PLC offline (BLE, NFC, QR) registers the chain it holds, as JSON or as the QR text. The whole chain is verified (every record signed by the bearer before it, hash-linked, fresh nonces); the records the server does not know yet are appended. Registering a chain the server already has (or a prefix of it) changes nothing and answers `appended: 0`. A record that spends a state which already has another successor is a double spend: refused with 409 `DOUBLE_SPEND_DETECTED`, naming the signer, and a risk flag is raised. Other refusals: 409 `PLC_NOT_TRANSFERABLE` (redeemed, cancelled, expired, or a redemption in flight), `PLC_EXPIRED`, `PLC_MISMATCH`; 422 `PLC_INVALID.<reason>`; 404 `PLC_NOT_FOUND`. For a PLC issued before expiry buckets, the first hop also moves its own workflow's status to TRANSFERRED (through the status outbox).",
         headers: modifyHeaders,
         body: transferPlcRequest,
         requestExample: { body: { plc: examplePlcTransferred } },

@@ -1,3 +1,4 @@
+import { processInboxEvent } from '../../services/webhook-routing.ts';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -73,9 +74,10 @@ const anyJsonObject = z.record(z.string(), z.unknown()).describe('the provider p
 
 /**
  * Inbound webhooks, as explicit steps: authenticate (constant-time token check), store the raw
- * body in the inbox (unique by event id), answer 200 at once, and let a workflow
- * (`webhook-<provider>-<event_id>`) route it to the redemption or charge it is about. A duplicate
- * is acknowledged and not processed again.
+ * body in the inbox (unique by event id), route it to the redemption or charge it is about and
+ * signal that workflow (services/webhook-routing.ts), then answer 200; when routing fails in the
+ * request, a workflow (`webhook-<provider>-<event_id>`) takes the event over. A duplicate is
+ * acknowledged and not processed again.
  */
 export async function webhookRoutes(app: FastifyInstance): Promise<void> {
   const routes = app.withTypeProvider<ZodTypeProvider>();
@@ -171,7 +173,18 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     return decision.answer;
   }
 
+  /**
+   * Processes the stored event before it is acknowledged (services/webhook-routing.ts): routed,
+   * its workflow signalled, its outcome recorded, with no workflow of its own. When a step fails,
+   * the event's own workflow takes it over and retries it (and ends it DEAD for an operator).
+   */
   async function startProcessing(row: InboxRow): Promise<void> {
+    try {
+      await processInboxEvent({ pool, gateway, temporal }, { inboxId: row.id });
+      return;
+    } catch (error) {
+      app.log.warn({ err: error, event_id: row.event_id }, 'webhook not processed in the request: its workflow takes it over');
+    }
     try {
       await temporal.workflow.start<typeof webhookEventWorkflow>('webhookEventWorkflow', {
         workflowId: `webhook-${row.provider}-${row.event_id}`,
@@ -191,9 +204,9 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
       {
         schema: {
           tags: ['webhooks'],
-          summary: `Gateway payment events (${rail}): token checked, stored, acknowledged at once, processed after`,
+          summary: `Gateway payment events (${rail}): token checked, stored, routed to its charge, acknowledged`,
           description:
-            "For the payment gateway, not for clients. The gateway's header `asaas-access-token` (GATEWAY_WEBHOOK_TOKEN_HEADER) or the interface's `gateway-access-token` must hold the configured webhook token, compared in constant time (401 `WEBHOOK_UNAUTHORIZED` otherwise). The raw body is stored in the inbox, unique by the event's id (a redelivery is acknowledged with `duplicate: true` and not processed again), the request is answered at once, and a workflow (`webhook-gateway-<event_id>`) applies the event to its charge (docs/charges.md).",
+            "For the payment gateway, not for clients. The gateway's header `asaas-access-token` (GATEWAY_WEBHOOK_TOKEN_HEADER) or the interface's `gateway-access-token` must hold the configured webhook token, compared in constant time (401 `WEBHOOK_UNAUTHORIZED` otherwise). The raw body is stored in the inbox, unique by the event's id (a redelivery is acknowledged with `duplicate: true` and not processed again), the event is routed to its charge's workflow and recorded before the answer (a workflow `webhook-gateway-<event_id>` takes it over when that fails; docs/settlement.md, \"Webhooks in\"), and the charge's workflow applies it (docs/charges.md).",
           body: anyJsonObject,
           requestExample: { body: gatewayPaymentEventExample },
           response: { 200: ackResponse, 401: errorResponse, ...standardErrors },
@@ -215,7 +228,7 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
           'Dual flow: a body with `type` and no `event` is a synchronous authorization (no token required; a TRANSFER or BILL is decided on our payout intents, then on the gateway\'s copy; ' +
           'any other type REFUSED); a body with `event` is a notification (token required, stored, checked against the gateway, processed)',
         description:
-          "For the payment gateway, not for clients. A body with `type` and no `event` is the gateway's synchronous authorization of a cash-out (Asaas's validation request), answered without requiring a token and never with a 401 (a 401 would make the gateway refuse the payout): a TRANSFER or a BILL is decided as /webhooks/transfer/validate decides it, first on our own records (a payout whose `externalReference` is not one of our open payout intents is REFUSED without reading the gateway), then on the gateway's own copy read with our API key, and one payout per redemption is approved (the first, claimed before the answer leaves; any other REFUSED and flagged). A request without the gateway's token spends its address's budgets: gateway reads per minute (503 `GATEWAY_UNAVAILABLE` once spent, or when the gateway cannot be read in time: the gateway asks again) and risk flags, one per address and reason in a window; one with the token (`asaas-access-token` or `gateway-access-token`) is the gateway's own. Any other type is REFUSED: this service makes no other cash-out. A body with `event` is a notification: the token is required in `asaas-access-token` or `gateway-access-token` (401 otherwise), the event is stored in the inbox (keyed by its `id`, or by the SHA-256 of its body when it has none) and processed by a workflow, as for the payment webhooks, which reads the transfer, bill payment or payment back from the gateway and acts on the gateway's status; an event the gateway contradicts is stored CONTRADICTED and flagged (docs/settlement.md).",
+          "For the payment gateway, not for clients. A body with `type` and no `event` is the gateway's synchronous authorization of a cash-out (Asaas's validation request), answered without requiring a token and never with a 401 (a 401 would make the gateway refuse the payout): a TRANSFER or a BILL is decided as /webhooks/transfer/validate decides it, first on our own records (a payout whose `externalReference` is not one of our open payout intents is REFUSED without reading the gateway), then on the gateway's own copy read with our API key, and one payout per redemption is approved (the first, claimed before the answer leaves; any other REFUSED and flagged). A request without the gateway's token spends its address's budgets: gateway reads per minute (503 `GATEWAY_UNAVAILABLE` once spent, or when the gateway cannot be read in time: the gateway asks again) and risk flags, one per address and reason in a window; one with the token (`asaas-access-token` or `gateway-access-token`) is the gateway's own. Any other type is REFUSED: this service makes no other cash-out. A body with `event` is a notification: the token is required in `asaas-access-token` or `gateway-access-token` (401 otherwise), the event is stored in the inbox (keyed by its `id`, or by the SHA-256 of its body when it has none) and processed before the answer, as for the payment webhooks (routed and signalled in the request, a workflow `webhook-gateway-<event_id>` taking it over when that fails), which reads the transfer, bill payment or payment back from the gateway and acts on the gateway's status; an event the gateway contradicts is stored CONTRADICTED and flagged (docs/settlement.md).",
         body: anyJsonObject,
         requestExample: { body: gatewayTransferEventExample },
         response: { 200: z.union([ackResponse, validationAnswer]), 401: errorResponse, 503: errorResponse, ...standardErrors },

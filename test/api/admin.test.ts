@@ -94,7 +94,10 @@ describe('PLC administration', () => {
     const transferred = (await get('/api/v1/admin/plcs?status=TRANSFERRED')).json();
     expect(transferred.some((p: { token_id: string }) => p.token_id === plc.commitment.tokenId)).toBe(true);
     const detail = (await get(`/api/v1/admin/plcs/${plc.commitment.tokenId}/detail`)).json();
-    expect(detail).toMatchObject({ workflow_id: `plc-${plc.commitment.tokenId}`, status: { status: 'TRANSFERRED', chain_length: 1 } });
+    expect(detail).toMatchObject({ status: { status: 'TRANSFERRED', chain_length: 1 } });
+    // The workflow that expires it: its expiry bucket (docs/plc.md, "Expiry by time buckets").
+    expect(detail.workflow_id).toMatch(/^plc-expiry-/);
+    expect(typeof detail.expiry_due_at).toBe('string');
     expect(detail.plc.transfer_chain).toHaveLength(1);
     expect(detail.transactions.map((tx: { tx_type: string }) => tx.tx_type)).toEqual(['PLC_ISSUED']);
     const promises = (await get(`/api/v1/balance/${a.pubkey}/promises?status=TRANSFERRED`, {})).json();

@@ -102,8 +102,9 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     expect(await detail.textContent()).toContain('TRANSFERRED');
     expect(await detail.textContent()).toContain('Fork evidence');
     expect(await detail.textContent()).toContain('DOUBLE_SPEND_FORK');
-    const link = page.getByRole('link', { name: `plc-${tokenId} ↗` });
-    expect(await link.getAttribute('href')).toBe(`http://127.0.0.1:8233/namespaces/default/workflows/plc-${tokenId}`);
+    // The workflow that expires it: its expiry bucket (the API's workflow_id; docs/plc.md, "Expiry by time buckets").
+    const link = page.getByRole('link', { name: /^plc-expiry-.+ ↗$/ });
+    expect(await link.getAttribute('href')).toMatch(/^http:\/\/127\.0\.0\.1:8233\/namespaces\/default\/workflows\/plc-expiry-/);
     await shot('plc-detail');
   });
 

@@ -1,3 +1,4 @@
+import { inboxOutcome } from '../support/inbox.ts';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bankSlipLine, boletoRedeemBody, feeConsentBody, handedOnPlc, redeemBody, startSettlementHarness, type SettlementHarness } from '../support/settlement.ts';
@@ -32,10 +33,7 @@ function deliver(payload: object, header: Header, token: string = h.t.config.GAT
 }
 
 async function inboxRow(eventId: string) {
-  await h.t.temporal.workflow
-    .getHandle(`webhook-gateway-${eventId}`)
-    .result()
-    .catch(() => undefined);
+  await inboxOutcome(h.t, eventId).catch(() => undefined);
   const result = await h.t.db.pool.query<{ status: string; result: { reason?: string } | null }>('SELECT status, result FROM webhook_inbox WHERE event_id = $1', [eventId]);
   return result.rows[0];
 }

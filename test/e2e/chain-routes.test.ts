@@ -165,7 +165,7 @@ describe('the fork check at every route that receives a chain', () => {
   });
 
   it('EXPIRED: the fork is refused with evidence before the expiry is', async () => {
-    const expiring = await createTestApp({ PLC_EXPIRY_OVERRIDE_MS: '1000', RATE_LIMIT_REDEEM_PER_MINUTE: '100000', RATE_LIMIT_TRANSFER_PER_MINUTE: '100000' });
+    const expiring = await createTestApp({ PLC_EXPIRY_OVERRIDE_MS: '1000', PLC_EXPIRY_BUCKET_MS: '1000', RATE_LIMIT_REDEEM_PER_MINUTE: '100000', RATE_LIMIT_TRANSFER_PER_MINUTE: '100000' });
     try {
       await expiring.startWorker();
       const f = await forked(expiring, true);

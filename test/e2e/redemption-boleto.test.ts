@@ -1,3 +1,4 @@
+import { inboxOutcome } from '../support/inbox.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
 import { snapshotOf } from '../support/ledger.ts';
@@ -82,8 +83,8 @@ describe('boleto redemptions through the gateway', () => {
       paid[0]?.id,
     ]);
     expect(event.rows).toHaveLength(1);
-    expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.rows[0].event_id}`).result()).toBe('PROCESSED');
-    await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-boleto-settled');
+    expect(await inboxOutcome(h.t, event.rows[0].event_id)).toBe('PROCESSED');
+    await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-lean-boleto-settled');
   });
 
   it('pays a boleto that leaves its amount open for the PLC amount', async () => {
@@ -128,7 +129,7 @@ describe('boleto redemptions through the gateway', () => {
     expect(await balance(a)).toMatchObject({ available: '10.00', promised: '20.00' });
     expect(await balance(b)).toMatchObject({ pending: '0.00' });
     expect(await findViolations(h.t.db.pool)).toEqual([]);
-    await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-boleto-failed');
+    await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-lean-boleto-failed');
     // Redeemed again, with a newly signed authorisation: paid this time.
     const again = await redeem(boletoRedeemBody(plc1, b, line));
     expect(again.statusCode, again.body).toBe(200);

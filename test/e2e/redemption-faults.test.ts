@@ -1,3 +1,4 @@
+import { inboxOutcome } from '../support/inbox.ts';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { findViolations } from '../../db/ledger.ts';
@@ -83,7 +84,7 @@ describe('redemption faults', () => {
     expect(response.json()).toMatchObject({ received: true, duplicate: false });
     const again = await deliverGatewayWebhook(h.t, event);
     expect(again.json()).toMatchObject({ duplicate: true });
-    await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.id}`).result();
+    await inboxOutcome(h.t, event.id);
     const row = await h.t.db.pool.query(`SELECT status, duplicates FROM webhook_inbox WHERE event_id = $1`, [event.id]);
     expect(row.rows[0]).toMatchObject({ status: 'IGNORED', duplicates: 1 });
     // The synchronous authorization flow needs no token and never answers 401; a bill payment
@@ -109,7 +110,7 @@ describe('redemption faults', () => {
     // The redemption can finish before the webhook workflow that woke it records its own end:
     // wait for that workflow, then read the inbox.
     const doneEvent = (await inboxRows()).rows.find((r) => r.event_type === 'TRANSFER_DONE');
-    expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${doneEvent?.event_id}`).result()).toBe('PROCESSED');
+    expect(await inboxOutcome(h.t, doneEvent?.event_id ?? '')).toBe('PROCESSED');
     const rows = await inboxRows();
     expect(rows.rows.map((row) => [row.event_type, row.status])).toEqual([
       ['TRANSFER_CREATED', 'IGNORED'],
@@ -150,7 +151,7 @@ describe('redemption faults', () => {
     await storeInboxEvent(h.t.db.pool, { provider: 'gateway', endpoint: 'redemption/gateway', eventId: event.id, eventType: event.event, rawBody: JSON.stringify(event) });
     const again = await deliverGatewayWebhook(h.t, event);
     expect(again.json()).toMatchObject({ received: true, duplicate: true });
-    expect(await h.t.temporal.workflow.getHandle(`webhook-gateway-${event.id}`).result()).toBe('PROCESSED');
+    expect(await inboxOutcome(h.t, event.id)).toBe('PROCESSED');
     expect(await h.t.temporal.workflow.getHandle(opened.workflow_id).result()).toMatchObject({ status: 'SETTLED' });
     const row = await h.t.db.pool.query(`SELECT status FROM webhook_inbox WHERE event_id = $1`, [event.id]);
     expect(row.rows[0]).toMatchObject({ status: 'PROCESSED' });

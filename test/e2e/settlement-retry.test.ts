@@ -88,7 +88,7 @@ describe('retrying a settlement', () => {
       const history = await h.t.temporal.workflow.getHandle(opened.workflow_id).fetchHistory();
       const updates = (history.events ?? []).filter((event) => event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'retrySettlement');
       expect(updates.length).toBeGreaterThanOrEqual(1);
-      await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-retried-settled');
+      await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-lean-retried-settled');
       // Retrying it again is a 409 at once.
       expect((await retry(opened.redemption_id, h.admin, 'once more')).json()).toMatchObject({ code: 'REDEMPTION_ALREADY_SETTLED' });
     } finally {
@@ -125,7 +125,7 @@ describe('retrying a settlement', () => {
         [2, 'REFUSED:insufficient_balance'],
       ]);
       expect(await findViolations(h.t.db.pool)).toEqual([]);
-      await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-refused-retried-settled');
+      await replayAndRecord(h.t.temporal, opened.workflow_id, 'redemption-lean-refused-retried-settled');
     } finally {
       h.simulator.state.setBalance(100_000_000n);
     }

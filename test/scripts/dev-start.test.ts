@@ -232,8 +232,8 @@ describe('npm start', () => {
     expect(run.output).toMatch(/"status":"SETTLED".*"gateway_status":"DONE"/);
     expect(run.output).toMatch(/"status":"REDEEMED"/);
     expect(run.output).toMatch(/"available":"40\.00".*"promised":"0\.00"/);
-    // The CLI found the PLC's and the redemption's workflows by their TokenId, and the deposit's.
-    expect(run.output).toMatch(/plc-[0-9a-f-]{36}\s+plcWorkflow/);
+    // The CLI found the redemption's workflow by its TokenId, the PLC's expiry bucket by its type, and the deposit's.
+    expect(run.output).toMatch(/plc-expiry-[0-9T:-]+Z\s+plcExpiryBucketWorkflow/);
     expect(run.output).toMatch(/redemption-[0-9a-f-]{36}\s+redemptionWorkflow/);
     expect(run.output).toContain('WorkflowExecutionStarted');
     expect(run.output).toMatch(/WorkflowId\s+deposit-quickstart-deposit-\d+/);

@@ -26,18 +26,20 @@ afterAll(async () => {
 });
 
 describe('the PLC workflows task queue', () => {
-  it('a PLC created through the API runs on the PLC queue, apart from the main one', async () => {
+  it('a PLC created through the API has no workflow on the PLC queue: its expiry bucket runs on the main one', async () => {
     const issuer = newWallet();
     await t.deposit(issuer.pubkey, '10.00');
     const plc = await t.issuePlc(issuer, 100n, device);
-    const described = await t.temporal.workflow.getHandle(`plc-${plc.commitment.tokenId}`).describe();
+    await expect(t.temporal.workflow.getHandle(`plc-${plc.commitment.tokenId}`).describe()).rejects.toThrow();
+    const detail = await t.app.inject({ method: 'GET', url: `/api/v1/admin/plcs/${plc.commitment.tokenId}/detail`, headers: await t.adminHeaders() });
+    const described = await t.temporal.workflow.getHandle(detail.json().workflow_id).describe();
+    expect(described.taskQueue).toBe(t.taskQueue);
     expect(plcTaskQueueOf(t.config)).toBe(`${t.taskQueue}-plc`);
-    expect(described.taskQueue).toBe(plcTaskQueueOf(t.config));
     const moved = await t.app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(hop(plc, issuer, newWallet())) } });
     expect(moved.statusCode).toBe(200);
   });
 
-  it('a PLC workflow started on the main queue before the split is still served there, and its routes reach it like any other', async () => {
+  it('a PLC workflow started on the main queue before the split (a PLC issued before buckets) is still served there, and its routes reach it like any other', async () => {
     const issuer = newWallet();
     await t.deposit(issuer.pubkey, '10.00');
     const plc = issue(issuer, { amountMinor: 250n });

@@ -1,3 +1,4 @@
+import { createLegacyPlc } from '../support/legacy-plc.ts';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app.ts';
@@ -30,11 +31,12 @@ afterAll(async () => {
 
 const transfer = (app: FastifyInstance, plc: Plc) => app.inject({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(plc) } });
 
+/** A PLC issued before expiry buckets (its own workflow, owed the first hop's status: docs/plc.md). */
 async function created(app: FastifyInstance, amountMinor: bigint) {
   const issuer = newWallet();
   await t.deposit(issuer.pubkey, '10.00');
   const plc = issue(issuer, { amountMinor });
-  expect((await app.inject({ method: 'POST', url: '/api/v1/plc/create', headers: device, payload: { plc: plcToJson(plc) } })).statusCode).toBe(200);
+  await createLegacyPlc(t, plc, device, app);
   return { issuer, plc };
 }
 
