@@ -26,7 +26,7 @@ export const operationTypes = [
   'RECONCILIATION',
   // An operator's decision, recorded by the route that takes it (with the admin as `actor`).
   'LIMIT_DECISION',
-  'B2B_DECISION',
+  'BUSINESS_DECISION',
   'KEY_BLOCK_LIFT',
   'ADMIN_USER',
   'UNCLASSIFIED',

@@ -119,7 +119,7 @@ export async function adminMonitorRoutes(app: FastifyInstance): Promise<void> {
         tags,
         summary: "The operation log: every operation that moved money or called the gateway, and every operator's decision, newest first",
         description:
-          "One entry per activity execution that moved money or called the gateway (written by the worker's interceptor before the activity's completion is reported: docs/architecture.md, \"The operation log\"), newest first, a page at a time (at most 500), optionally by operation type, status (STARTED, SUCCEEDED, FAILED, REFUSED), owner and reference: its step, reference, workflow and activity ids, attempts, duration, error, and for an operator's decision (LIMIT_DECISION, B2B_DECISION, KEY_BLOCK_LIFT, ADMIN_USER, written by the route that takes it) the admin who made it (`actor`).",
+          "One entry per activity execution that moved money or called the gateway (written by the worker's interceptor before the activity's completion is reported: docs/architecture.md, \"The operation log\"), newest first, a page at a time (at most 500), optionally by operation type, status (STARTED, SUCCEEDED, FAILED, REFUSED), owner and reference: its step, reference, workflow and activity ids, attempts, duration, error, and for an operator's decision (LIMIT_DECISION, BUSINESS_DECISION, KEY_BLOCK_LIFT, ADMIN_USER, written by the route that takes it) the admin who made it (`actor`).",
         security,
         querystring: monitorPageQuery.extend(operationsFilter.shape),
         requestExample: { querystring: { operation_type: 'REDEMPTION', status: 'FAILED', owner_id: examplePubkeys.bob, limit: 100, offset: 0 } },

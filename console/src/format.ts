@@ -53,10 +53,18 @@ export function money(amount: string | null | undefined, currency: string, optio
   return minor === null ? `${amount} ${currency}` : moneyFromMinor(minor, currency, options);
 }
 
-/** A duration bound for a histogram bucket: "≤ 250 ms", "1 s – 2 s", "> 24 h". */
+/** A bucket bound (a round number): "250 ms", "2 s", "30 min", "24 h". */
+function bound(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${ms / 1000} s`;
+  if (ms < 3_600_000) return `${ms / 60_000} min`;
+  return `${ms / 3_600_000} h`;
+}
+
+/** A histogram bucket as the bounds it vouches for: "≤ 250 ms", "1 s – 2 s", "> 24 h". */
 export function bucketLabel(bucket: { above_ms: number; at_most_ms: number | null } | null | undefined): string {
   if (bucket === null || bucket === undefined) return '—';
-  if (bucket.at_most_ms === null) return `> ${duration(bucket.above_ms)}`;
-  if (bucket.above_ms === 0) return `≤ ${duration(bucket.at_most_ms)}`;
-  return `${duration(bucket.above_ms)} – ${duration(bucket.at_most_ms)}`;
+  if (bucket.at_most_ms === null) return `> ${bound(bucket.above_ms)}`;
+  if (bucket.above_ms === 0) return `≤ ${bound(bucket.at_most_ms)}`;
+  return `${bound(bucket.above_ms)} – ${bound(bucket.at_most_ms)}`;
 }

@@ -102,6 +102,10 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     expect(await detail.textContent()).toContain('TRANSFERRED');
     expect(await detail.textContent()).toContain('Fork evidence');
     expect(await detail.textContent()).toContain('DOUBLE_SPEND_FORK');
+    // The ledger rows with their amounts, in reais from the minor units: the issue reserved 12.50.
+    const ledger = page.getByTestId('plc-ledger');
+    expect(await ledger.textContent()).toContain('R$ 12,50');
+    expect(await ledger.textContent()).toMatch(/−R\$ 12,50/);
     const link = page.getByRole('link', { name: `plc-${tokenId} ↗` });
     expect(await link.getAttribute('href')).toBe(`http://127.0.0.1:8233/namespaces/default/workflows/plc-${tokenId}`);
     await shot('plc-detail');
@@ -148,6 +152,10 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     expect(await page.getByTestId('retries').textContent()).toContain('gateway account funded');
     await shot('redemption-detail');
     await page.goto(`${base}/console/#/redemptions?status=SETTLED`);
+    await page.getByTestId('redemptions').getByRole('link', { name: `${redemptionId.slice(0, 8)}…`, exact: true }).waitFor();
+    // The page opens on every status, newest first.
+    await page.goto(`${base}/console/#/redemptions`);
+    expect(await page.locator('nav.tabs a.active').textContent()).toBe('all');
     await page.getByTestId('redemptions').getByRole('link', { name: `${redemptionId.slice(0, 8)}…`, exact: true }).waitFor();
     await shot('redemptions');
   });
@@ -196,6 +204,8 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     await page.getByText('Every invariant held').waitFor();
     await expect.poll(() => page.getByTestId('feed-state').textContent(), { timeout: 15_000 }).toBe('live');
     expect(await page.locator('section.card', { hasText: 'Redemptions' }).first().textContent()).toContain('SETTLED');
+    // Time to settle as the histogram knows it: the bucket bounds, never an interpolated figure.
+    expect(await page.getByTestId('time-to-settle').textContent()).toMatch(/p50 (≤ [\d.]+ (ms|s|min|h)|[\d.]+ (ms|s|min|h) – [\d.]+ (ms|s|min|h)|> 24 h) · p95 /);
     await shot('dashboard');
   });
 

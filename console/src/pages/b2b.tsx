@@ -126,14 +126,14 @@ function DecisionForm(props: { session: Session; customer: CustomerDetail; onDon
                 {answer.customer.legal_name}: <Status value={answer.from_status} /> → <Status value={answer.customer.status} />
               </>
             ),
-            type: 'B2B_DECISION',
+            type: 'BUSINESS_DECISION',
             reference: answer.customer.customer_id,
             nonce: Date.now(),
           },
           answer.credential,
         );
       },
-      () => props.onDone({ text: <>The {action} was refused (see the error).</>, type: 'B2B_DECISION', reference: props.customer.customer_id, nonce: Date.now() }, null),
+      () => props.onDone({ text: <>The {action} was refused (see the error).</>, type: 'BUSINESS_DECISION', reference: props.customer.customer_id, nonce: Date.now() }, null),
     );
   };
   return (
