@@ -122,7 +122,7 @@ export async function adminMonitorRoutes(app: FastifyInstance): Promise<void> {
           "One entry per activity execution that moved money or called the gateway (written by the worker's interceptor before the activity's completion is reported: docs/architecture.md, \"The operation log\"), newest first, a page at a time (at most 500), optionally by operation type, status (STARTED, SUCCEEDED, FAILED, REFUSED), owner and reference: its step, reference, workflow and activity ids, attempts, duration, error, and for an operator's decision (LIMIT_DECISION, BUSINESS_DECISION, KEY_BLOCK_LIFT, ADMIN_USER, written by the route that takes it) the admin who made it (`actor`).",
         security,
         querystring: monitorPageQuery.extend(operationsFilter.shape),
-        requestExample: { querystring: { operation_type: 'REDEMPTION', status: 'FAILED', owner_id: examplePubkeys.bob, limit: 100, offset: 0 } },
+        requestExample: { querystring: { operation_type: 'REDEMPTION', status: 'FAILED', owner_id: examplePubkeys.bob, reference_id: 'a7c1e1a4-55a8-4d7e-9a61-3c1f0a2b9d10', limit: 100, offset: 0 } },
         response: { 200: z.array(operationItem), ...adminErrors },
       },
     },

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { finishOperation, operationTypes, startOperation } from '../../db/operation-log.ts';
 import { createTestApp, type TestApp } from '../support/app.ts';
 
 /**
@@ -164,6 +165,15 @@ describe('administrators: /api/v1/admin/users', () => {
     } finally {
       await database.close();
     }
+  });
+
+  it("every operation type, the operators' decisions among them, is one the operation log's table accepts", async () => {
+    for (const operationType of operationTypes) {
+      const id = await startOperation(t.db.pool, { operationType, step: 'probe', ownerId: null, referenceId: `probe:${operationType}`, actor: rootName });
+      await finishOperation(t.db.pool, id, { status: 'SUCCEEDED' });
+    }
+    const stored = await t.db.pool.query(`SELECT count(*)::int AS n FROM operation_log WHERE step = 'probe' AND status = 'SUCCEEDED'`);
+    expect(stored.rows[0].n).toBe(operationTypes.length);
   });
 
   it('lists administrators by name a page at a time with the total, never a password hash', async () => {
