@@ -119,7 +119,7 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     const plc = issue(issuer, { amountMinor: 321n });
     expect((await post('/api/v1/plc/create', { plc: plcToJson(plc) })).statusCode).toBe(200);
     await page.getByTestId('live-feed').getByText(plc.commitment.tokenId.slice(0, 8)).waitFor({ timeout: 20_000 });
-    expect(await page.getByTestId('live-feed').textContent()).toContain('3.21 BRL');
+    expect(await page.getByTestId('live-feed').textContent()).toContain('R$ 3,21');
   });
 
   it('retries a failed settlement and sees it settle', async () => {

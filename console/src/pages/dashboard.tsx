@@ -102,7 +102,7 @@ function LiveFeed(props: { session: Session; onUnauthorized: () => void }) {
                   <td>
                     <Status value={data.status} />
                   </td>
-                  <td class="num">{data.amount === null || data.amount === undefined ? '' : `${data.amount} ${data.currency ?? ''}`}</td>
+                  <td class="num">{data.amount === null || data.amount === undefined ? '' : money(data.amount, data.currency ?? '')}</td>
                 </tr>
               );
             })}
@@ -163,9 +163,7 @@ export function DashboardPage(props: { session: Session; config: ConsoleConfig; 
                     {data.ledger.last_check.totals.map((row) => (
                       <tr key={`${row.currency}-${row.bucket}`}>
                         <td>{row.bucket}</td>
-                        <td class="num">
-                          {row.users} {row.currency}
-                        </td>
+                        <td class="num">{money(row.users, row.currency)}</td>
                       </tr>
                     ))}
                   </tbody>
@@ -195,8 +193,8 @@ export function DashboardPage(props: { session: Session; config: ConsoleConfig; 
             labels={labels}
             format={(value) => (value === 0 ? '0' : duration(Math.round(value)))}
             series={[
-              { name: 'p50 ≤', values: data.series.map((day) => bucketTop(day.settle_p50_bucket)), className: 'c1' },
-              { name: 'p95 ≤', values: data.series.map((day) => bucketTop(day.settle_p95_bucket)), className: 'c3' },
+              { name: 'p50', values: data.series.map((day) => bucketTop(day.settle_p50_bucket)), className: 'c1' },
+              { name: 'p95', values: data.series.map((day) => bucketTop(day.settle_p95_bucket)), className: 'c3' },
             ]}
           />
           <BarChart

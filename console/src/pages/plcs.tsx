@@ -158,7 +158,7 @@ export function PlcDetailPage(props: { session: Session; config: ConsoleConfig; 
           <dl>
             <dt>amount</dt>
             <dd>
-              {plc.amount} {plc.currency}
+              {money(plc.amount, plc.currency)}
             </dd>
             <dt>issuer</dt>
             <dd>
