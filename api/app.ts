@@ -28,6 +28,7 @@ import { walletRoutes } from './routes/wallet.ts';
 import { adminLedgerRoutes } from './routes/admin-ledger.ts';
 import { adminPlcRoutes } from './routes/admin-plc.ts';
 import { adminBlocklistRoutes, blocklistRoutes } from './routes/blocklist.ts';
+import { adminUserRoutes } from './routes/admin-users.ts';
 import { adminReputationRoutes } from './routes/admin-reputation.ts';
 import { adminPlcLimitRoutes, plcLimitRoutes } from './routes/plc-limits.ts';
 import { adminQueueRoutes } from './routes/admin-queues.ts';
@@ -219,6 +220,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(webhookRoutes, { prefix: '/api/v1' });
   await app.register(redemptionWebhookRoutes, { prefix: '/api/v1/redemption/webhook' });
   await app.register(adminMonitorRoutes, { prefix: '/api/v1/admin' });
+  await app.register(adminUserRoutes, { prefix: '/api/v1/admin' });
   if (devEndpointsEnabled(options.deps.config)) await app.register(devRoutes, { prefix: '/api/v1/dev' });
   await app.register(adminReconcileRoutes, { prefix: '/api/v1/admin/reconcile' });
   await app.register(securityRoutes, { prefix: '/api/v1/security' });

@@ -72,6 +72,32 @@ export const routeExtensions: readonly RouteExtension[] = [
       'the operators\' main job (design brief: "operators can retry a failed settlement from the API"): retry one stalled or stuck settlement as a step of its own workflow, sharing the pending-transfers tool\'s gateway read and resume path, where that tool retries a whole batch',
   },
   {
+    operation: 'GET /api/v1/admin/users',
+    reason:
+      'administrators and their roles, for a super_admin (issue 40): the spec names the roles admin and super_admin but no way to manage them; ' +
+      'the console lists them from here (bounded page, never a password hash) instead of sending the operator to `npm run admin` on a database host',
+  },
+  {
+    operation: 'POST /api/v1/admin/users',
+    reason: "a super_admin creates an administrator with a role from the console (the spec's roles, managed until now only by `npm run admin`, whose rules it shares: services/admin-users.ts); an operation-log entry names who did it",
+  },
+  {
+    operation: 'POST /api/v1/admin/users/{username}/role',
+    reason: 'a super_admin changes a role (idempotent; the last active super_admin cannot be demoted), recorded in the operation log',
+  },
+  {
+    operation: 'POST /api/v1/admin/users/{username}/disable',
+    reason: "a super_admin shuts an administrator out at once (logins refused, tokens ended: a leaver, a stolen laptop) without a shell on a database host; idempotent, recorded, never the last active super_admin",
+  },
+  {
+    operation: 'POST /api/v1/admin/users/{username}/enable',
+    reason: 'the undo of a disable from the console (idempotent, recorded)',
+  },
+  {
+    operation: 'POST /api/v1/admin/users/{username}/password',
+    reason: "a super_admin sets a forgotten password from the console (the command line's passwd); the user's tokens end, the change is recorded",
+  },
+  {
     operation: 'GET /api/v1/blocklist',
     reason:
       'the signed blocklist (issue 21; BIS Project Polaris recommends one): every key a proven fork blocked, complete and versioned, signed by the service (docs/protocol.md section 18), so that a wallet offline refuses a PLC a blocked key issued or signed; the spec has no way to tell wallets which keys cheated',

@@ -104,3 +104,56 @@ export function listAdminUsers(db: Queryable): Promise<AdminUserSummary[]> {
     text: 'SELECT id, username, role, disabled, created_at, last_login_at FROM admin_users ORDER BY username LIMIT 1000',
   });
 }
+
+/** One user by name, its row locked until the transaction ends (a change decided on what it reads). */
+export function lockAdminUser(db: Queryable, username: string): Promise<AdminUserSummary | null> {
+  return maybeOne(db, adminUserSummary, {
+    name: 'admin-user-lock',
+    text: 'SELECT id, username, role, disabled, created_at, last_login_at FROM admin_users WHERE username = $1 FOR UPDATE',
+    values: [username],
+  });
+}
+
+/**
+ * The active super_admins, their rows locked: two changes that would each leave one of the last
+ * two take their turns, and the second sees the first.
+ */
+export async function lockActiveSuperAdmins(db: Queryable): Promise<string[]> {
+  const rows = await many(db, z.object({ username: z.string() }), {
+    name: 'admin-user-lock-super',
+    text: `SELECT username FROM admin_users WHERE role = 'super_admin' AND NOT disabled ORDER BY id FOR UPDATE`,
+  });
+  return rows.map((row) => row.username);
+}
+
+/** Sets the role; the guard reads the role on every request, so it applies at once. Null: no such user. */
+export function setAdminRole(db: Queryable, username: string, role: AdminRole): Promise<AdminUserSummary | null> {
+  return maybeOne(db, adminUserSummary, {
+    name: 'admin-user-role',
+    text: `UPDATE admin_users SET role = $2 WHERE username = $1
+           RETURNING id, username, role, disabled, created_at, last_login_at`,
+    values: [username, role],
+  });
+}
+
+/** A page of users by name, and how many there are. */
+export async function pageAdminUsers(db: Queryable, page: { limit: number; offset: number }): Promise<{ users: AdminUserSummary[]; total: number }> {
+  const [users, total] = await Promise.all([
+    many(db, adminUserSummary, {
+      name: 'admin-user-page',
+      text: 'SELECT id, username, role, disabled, created_at, last_login_at FROM admin_users ORDER BY username LIMIT $1 OFFSET $2',
+      values: [page.limit, page.offset],
+    }),
+    maybeOne(db, z.object({ n: z.number().int() }), { name: 'admin-user-count', text: 'SELECT count(*)::int AS n FROM admin_users' }),
+  ]);
+  return { users, total: total?.n ?? 0 };
+}
+
+/** One user's summary by name (no hash). */
+export function findAdminUserSummary(db: Queryable, username: string): Promise<AdminUserSummary | null> {
+  return maybeOne(db, adminUserSummary, {
+    name: 'admin-user-summary',
+    text: 'SELECT id, username, role, disabled, created_at, last_login_at FROM admin_users WHERE username = $1',
+    values: [username],
+  });
+}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from './pool.ts';
+import { DomainError } from '../src/errors.ts';
 import { exec, many, one } from './sql.ts';
 
 /**
@@ -23,6 +24,11 @@ export const operationTypes = [
   'WEBHOOK_CONFIGURE',
   'PENALTY_REMOVAL',
   'RECONCILIATION',
+  // An operator's decision, recorded by the route that takes it (with the admin as `actor`).
+  'LIMIT_DECISION',
+  'BUSINESS_DECISION',
+  'KEY_BLOCK_LIFT',
+  'ADMIN_USER',
   'UNCLASSIFIED',
 ] as const;
 export type OperationType = (typeof operationTypes)[number];
@@ -45,12 +51,13 @@ export const operationLogRow = z.object({
   duration_ms: z.number().int().nullable(),
   error_code: z.string().nullable(),
   error: z.string().nullable(),
+  actor: z.string().nullable(),
   started_at: z.date(),
   finished_at: z.date().nullable(),
 });
 export type OperationLogRow = z.infer<typeof operationLogRow>;
 const columns =
-  'id, operation_type, step, status, owner_id, reference_id, workflow_id, run_id, activity_id, attempts, retryable, duration_ms, error_code, error, started_at, finished_at';
+  'id, operation_type, step, status, owner_id, reference_id, workflow_id, run_id, activity_id, attempts, retryable, duration_ms, error_code, error, actor, started_at, finished_at';
 
 export interface ActivityAttemptEntry {
   operationType: string;
@@ -126,12 +133,12 @@ export async function recordOperation(
 /** Opens the entry of an operation a route runs itself; close it with `finishOperation`. */
 export async function startOperation(
   db: Queryable,
-  entry: { operationType: string; step: string; ownerId: string | null; referenceId: string | null },
+  entry: { operationType: string; step: string; ownerId: string | null; referenceId: string | null; actor?: string | null },
 ): Promise<bigint> {
   const row = await one(db, z.object({ id: z.bigint() }), {
     name: 'operation-log-start',
-    text: `INSERT INTO operation_log (operation_type, step, status, owner_id, reference_id) VALUES ($1, $2, 'STARTED', $3, $4) RETURNING id`,
-    values: [entry.operationType, entry.step.slice(0, 100), clip(entry.ownerId, 200), clip(entry.referenceId, 300)],
+    text: `INSERT INTO operation_log (operation_type, step, status, owner_id, reference_id, actor) VALUES ($1, $2, 'STARTED', $3, $4, $5) RETURNING id`,
+    values: [entry.operationType, entry.step.slice(0, 100), clip(entry.ownerId, 200), clip(entry.referenceId, 300), clip(entry.actor ?? null, 100)],
   });
   return row.id;
 }
@@ -153,16 +160,44 @@ export async function finishOperation(
 
 export function listOperations(
   db: Queryable,
-  filter: { operationType?: string | undefined; status?: OperationStatus | undefined; ownerId?: string | undefined },
+  filter: { operationType?: string | undefined; status?: OperationStatus | undefined; ownerId?: string | undefined; referenceId?: string | undefined },
   page: { limit: number; offset: number },
 ): Promise<OperationLogRow[]> {
   return many(db, operationLogRow, {
     name: 'operation-log-list',
     text: `SELECT ${columns} FROM operation_log
             WHERE ($1::text IS NULL OR operation_type = $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR owner_id = $3)
+              AND ($6::text IS NULL OR reference_id = $6)
             ORDER BY started_at DESC, id DESC LIMIT $4 OFFSET $5`,
-    values: [filter.operationType ?? null, filter.status ?? null, filter.ownerId ?? null, page.limit, page.offset],
+    values: [filter.operationType ?? null, filter.status ?? null, filter.ownerId ?? null, page.limit, page.offset, filter.referenceId ?? null],
   });
+}
+
+/**
+ * Runs an operator's action as one operation-log entry (opened before, closed after): SUCCEEDED
+ * when it returns, REFUSED with the code when it throws a domain refusal, FAILED otherwise (the
+ * error is thrown on). A crash in between leaves the entry STARTED, never missing.
+ */
+export async function loggedOperation<T>(
+  db: Queryable,
+  entry: { operationType: OperationType; step: string; ownerId: string | null; referenceId: string; actor: string },
+  action: () => Promise<T>,
+): Promise<T> {
+  const id = await startOperation(db, entry);
+  let result: T;
+  try {
+    result = await action();
+  } catch (error) {
+    const refused = error instanceof DomainError;
+    await finishOperation(db, id, {
+      status: refused ? 'REFUSED' : 'FAILED',
+      errorCode: refused ? error.code : null,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    throw error;
+  }
+  await finishOperation(db, id, { status: 'SUCCEEDED' });
+  return result;
 }
 
 /** Entries since `since` by type and status, with their mean duration, for the dashboard. */

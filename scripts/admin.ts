@@ -2,11 +2,19 @@ import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { listLoginLockouts, unlockLogin, type LoginThrottleRow } from '../db/admin-login-throttle.ts';
-import { createAdminUser, listAdminUsers, setAdminPassword, setAdminUserDisabled, adminRoles, type AdminRole } from '../db/admin-users.ts';
+import { listAdminUsers } from '../db/admin-users.ts';
 import { countFlags, flagsMax, getFlag, listFlags, upsertFlag, type FlagRow } from '../db/feature-flags.ts';
 import { publishFeeSchedule } from '../db/fees.ts';
 import { createPool, type Pool } from '../db/pool.ts';
-import { hashPassword } from '../infra/passwords.ts';
+import {
+  adminPasswordMaxLength,
+  adminPasswordProblem,
+  adminRoles,
+  adminUsernameProblem,
+  createAdminUsers,
+  type AdminRole,
+} from '../services/admin-users.ts';
+import { DomainError } from '../src/errors.ts';
 import { checkRules, feeRails, feeTiers, type FeeRule } from '../src/fees/schedule.ts';
 import { percentToBasisPoints } from '../src/ops/canary.ts';
 import { z } from 'zod';
@@ -14,10 +22,11 @@ import { z } from 'zod';
 /**
  * `npm run admin -- <command>`: the operator's administration commands, straight on the
  * database (DATABASE_URL; no API login needed, so they work for an account that is locked out).
- * Administrators are managed here and nowhere else (no route beyond the spec creates or changes
- * one); passwords are read from standard input, never from the command line, and stored as scrypt
- * hashes. One entry per command in `commands`. Exit 0: done; 1: refused (no such user, name
- * taken); 2: usage or connection problem.
+ * Administrators are managed here and by a super_admin in the console (`/api/v1/admin/users`):
+ * both go through services/admin-users.ts, its rules and its operation-log entries (actor
+ * `cli:<user>`). Passwords are read from standard input, never from the command line, and stored
+ * as scrypt hashes. One entry per command in `commands`. Exit 0: done; 1: refused (no such user,
+ * name taken, the last active super_admin); 2: usage or connection problem.
  */
 
 interface Command {
@@ -35,22 +44,20 @@ interface Context {
 
 class UsageError extends Error {}
 
-const passwordMinLength = 12;
-const passwordMaxLength = 256;
-const usernamePattern = /^[A-Za-z0-9._-]{3,64}$/;
+const passwordMaxLength = adminPasswordMaxLength;
 
 function username(args: string[]): string {
   const [name, ...rest] = args;
   if (name === undefined || rest.length > 0) throw new UsageError('exactly one username is required');
-  if (!usernamePattern.test(name)) throw new UsageError('a username is 3 to 64 letters, digits, dots, dashes or underscores');
+  const problem = adminUsernameProblem(name);
+  if (problem !== null) throw new UsageError(problem);
   return name;
 }
 
 async function newPassword(context: Context): Promise<string> {
   const password = await context.readPassword('new password: ');
-  if (password.length < passwordMinLength || password.length > passwordMaxLength) {
-    throw new UsageError(`a password is ${passwordMinLength} to ${passwordMaxLength} characters`);
-  }
+  const problem = adminPasswordProblem(password);
+  if (problem !== null) throw new UsageError(problem);
   return password;
 }
 
@@ -104,16 +111,15 @@ function booleanOption(value: string | undefined, name: string): boolean | undef
   throw new UsageError(`--${name} is true or false`);
 }
 
-/** `disable` and `enable`: one flag of the user, set or cleared. */
+/** `disable` and `enable`: one flag of the user, set or cleared (the state it is in already: nothing to do). */
 function disabledCommand(disabled: boolean, summary: string, done: (username: string) => string): Command {
   return {
     usage: `${disabled ? 'disable' : 'enable'} <username>`,
     summary,
     async run(args, context) {
       const name = username(args);
-      const user = await setAdminUserDisabled(context.pool, name, disabled);
-      if (user === null) return noSuchUser(context, name);
-      context.out(done(user.username));
+      const change = await createAdminUsers(context.pool).setDisabled(name, disabled, operator());
+      context.out(change.changed ? done(change.user.username) : `${change.user.username} is ${disabled ? 'disabled' : 'enabled'} already: nothing changed`);
       return 0;
     },
   };
@@ -129,12 +135,21 @@ const commands: Readonly<Record<string, Command>> = {
       const role = values.role;
       if (role === undefined || !(adminRoles as readonly string[]).includes(role)) throw new UsageError('--role admin or --role super_admin is required');
       const password = await newPassword(context);
-      const created = await createAdminUser(context.pool, { username: name, passwordHash: await hashPassword(password), role: role as AdminRole });
-      if (created === null) {
-        context.err(`admin: a user named ${name} exists already (passwd changes its password)`);
-        return 1;
-      }
+      const created = await createAdminUsers(context.pool).create({ username: name, password, role: role as AdminRole }, operator());
       context.out(`created ${created.role} ${created.username} (${created.id})`);
+      return 0;
+    },
+  },
+  role: {
+    usage: 'role <username> admin|super_admin',
+    summary: "change an administrator's role (the last active super_admin keeps its role)",
+    async run(args, context) {
+      const [name, role, ...rest] = args;
+      if (name === undefined || role === undefined || rest.length > 0) throw new UsageError('a username and a role are required');
+      const checked = username([name]);
+      if (!(adminRoles as readonly string[]).includes(role)) throw new UsageError('the role is admin or super_admin');
+      const change = await createAdminUsers(context.pool).setRole(checked, role as AdminRole, operator());
+      context.out(change.changed ? `${change.user.username} is now ${change.user.role}` : `${change.user.username} is ${change.user.role} already: nothing changed`);
       return 0;
     },
   },
@@ -146,8 +161,7 @@ const commands: Readonly<Record<string, Command>> = {
     async run(args, context) {
       const name = username(args);
       const password = await newPassword(context);
-      const user = await setAdminPassword(context.pool, name, await hashPassword(password));
-      if (user === null) return noSuchUser(context, name);
+      const user = await createAdminUsers(context.pool).setPassword(name, password, operator());
       context.out(`changed the password of ${user.username}: its earlier tokens no longer work`);
       return 0;
     },
@@ -277,11 +291,6 @@ const commands: Readonly<Record<string, Command>> = {
   },
 };
 
-function noSuchUser(context: Context, name: string): number {
-  context.err(`admin: no user named ${name}`);
-  return 1;
-}
-
 function usageText(): string {
   return [
     'usage: npm run admin -- <command>',
@@ -363,6 +372,12 @@ async function main(argv: string[]): Promise<number> {
     }
     return await command.run(args, context);
   } catch (error) {
+    if (error instanceof DomainError) {
+      // A refusal of the shared rules (services/admin-users.ts): no such user, name taken, the last super_admin.
+      const hint = error.code === 'ADMIN_USER_EXISTS' ? ' (passwd changes its password)' : '';
+      process.stderr.write(`admin: ${error.message}${hint}\n`);
+      return 1;
+    }
     if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
       process.stderr.write(`${error.message}\nusage: npm run admin -- ${command.usage}\n`);
       return 2;

@@ -5,7 +5,7 @@ import { getFlag, listFlags, toFlagConfig } from '../db/feature-flags.ts';
 import { currencies, formatAmount, type Currency } from '../src/money/currency.ts';
 import { evaluateFlag, truncateIdentifier, type EligibilitySources, type FlagEvaluation } from '../src/ops/canary.ts';
 import { acquisitionPeriods, lastDays, type AcquisitionPeriod } from '../src/ops/days.ts';
-import { histogramQuantileMs, settleLatencyBucketCount } from '../src/ops/settle-latency.ts';
+import { histogramQuantileBucket, histogramQuantileMs, settleLatencyBucketCount, type QuantileBucket } from '../src/ops/settle-latency.ts';
 
 /**
  * The admin dashboards (docs/operations-console.md): `stats`, `canary/status`, `acquisition`.
@@ -83,6 +83,11 @@ function perDay(rows: readonly CounterRow[], metric: string, days: readonly stri
   return days.map((day) => Number(byDay.get(day) ?? 0n));
 }
 
+/** A quantile's bucket as the API answers it. */
+function bucketView(bucket: QuantileBucket | null): { above_ms: number; at_most_ms: number | null } | null {
+  return bucket === null ? null : { above_ms: bucket.aboveMs, at_most_ms: bucket.atMostMs };
+}
+
 /** The settlement-time histogram of the given days. */
 function latencyHistogram(rows: readonly CounterRow[], days: ReadonlySet<string>): number[] {
   const counts = new Array<number>(settleLatencyBucketCount).fill(0);
@@ -135,6 +140,8 @@ export function createDashboards(options: DashboardOptions) {
             settled: settledInWindow,
             p50_ms: histogramQuantileMs(window, 0.5),
             p95_ms: histogramQuantileMs(window, 0.95),
+            p50_bucket: bucketView(histogramQuantileBucket(window, 0.5)),
+            p95_bucket: bucketView(histogramQuantileBucket(window, 0.95)),
           },
         },
         charges: { by_status: statusTotals(status, 'charge_status') },
@@ -185,6 +192,8 @@ export function createDashboards(options: DashboardOptions) {
             settled: histogram.reduce((sum, count) => sum + count, 0),
             settle_p50_ms: histogramQuantileMs(histogram, 0.5),
             settle_p95_ms: histogramQuantileMs(histogram, 0.95),
+            settle_p50_bucket: bucketView(histogramQuantileBucket(histogram, 0.5)),
+            settle_p95_bucket: bucketView(histogramQuantileBucket(histogram, 0.95)),
             webhooks_received: perDay(daily, 'webhook_received_day', days)[i]!,
             webhooks_processed: perDay(daily, 'webhook_outcome_day', days, (rest) => rest === 'PROCESSED')[i]!,
             webhooks_ignored: perDay(daily, 'webhook_outcome_day', days, (rest) => rest === 'IGNORED')[i]!,

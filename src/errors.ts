@@ -21,6 +21,11 @@ export const errorCodes = [
   'INVALID_CREDENTIALS',
   // Too many failed logins for this account: wait (Retry-After), or an operator unlocks it.
   'LOGIN_THROTTLED',
+  // Administrators (super_admin routes and npm run admin): unknown name, name taken, and the
+  // change that would leave no active super_admin.
+  'ADMIN_USER_NOT_FOUND',
+  'ADMIN_USER_EXISTS',
+  'LAST_SUPER_ADMIN',
   // Feature flags (canary rollout)
   'FEATURE_NOT_ENABLED',
   // Money and ledger

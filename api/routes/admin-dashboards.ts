@@ -16,6 +16,9 @@ const statusTotal = z.object({ status: z.string(), currency: currencySchema, cou
 const currencyTotal = z.object({ currency: currencySchema, count: z.number().int(), amount: amountSchema });
 const ageMs = z.number().int().nullable();
 
+/** The histogram bucket that holds a quantile: above `above_ms`, at most `at_most_ms` (null: the open bucket beyond 24 h). Null without settlements. */
+const quantileBucket = z.object({ above_ms: z.number().int(), at_most_ms: z.number().int().nullable() }).nullable();
+
 const adminStatsResponse = z
   .object({
     generated_at: z.string(),
@@ -30,10 +33,12 @@ const adminStatsResponse = z
         .object({
           window_days: z.number().int(),
           settled: z.number().int(),
-          p50_ms: z.number().int().nullable(),
-          p95_ms: z.number().int().nullable(),
+          p50_ms: z.number().int().nullable().describe('interpolated inside its bucket: an estimate, no more precise than p50_bucket'),
+          p95_ms: z.number().int().nullable().describe('interpolated inside its bucket: an estimate, no more precise than p95_bucket'),
+          p50_bucket: quantileBucket,
+          p95_bucket: quantileBucket,
         })
-        .describe('From the redemption request to SETTLED, over the last window_days UTC days (a histogram estimate)'),
+        .describe('From the redemption request to SETTLED, over the last window_days UTC days (a histogram: the buckets are what it knows, the _ms values estimates inside them)'),
     }),
     charges: z.object({ by_status: z.array(statusTotal) }),
     ledger: z
@@ -75,6 +80,8 @@ const adminStatsResponse = z
           settled: z.number().int(),
           settle_p50_ms: z.number().int().nullable(),
           settle_p95_ms: z.number().int().nullable(),
+          settle_p50_bucket: quantileBucket,
+          settle_p95_bucket: quantileBucket,
           webhooks_received: z.number().int(),
           webhooks_processed: z.number().int(),
           webhooks_ignored: z.number().int(),

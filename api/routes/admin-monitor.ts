@@ -117,18 +117,18 @@ export async function adminMonitorRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags,
-        summary: 'The operation log: every operation that moved money or called the gateway, newest first',
+        summary: "The operation log: every operation that moved money or called the gateway, and every operator's decision, newest first",
         description:
-          "One entry per activity execution that moved money or called the gateway (written by the worker's interceptor before the activity's completion is reported: docs/architecture.md, \"The operation log\"), newest first, a page at a time (at most 500), optionally by operation type, status (STARTED, SUCCEEDED, FAILED, REFUSED) and owner: its step, reference, workflow and activity ids, attempts, duration and error.",
+          "One entry per activity execution that moved money or called the gateway (written by the worker's interceptor before the activity's completion is reported: docs/architecture.md, \"The operation log\"), newest first, a page at a time (at most 500), optionally by operation type, status (STARTED, SUCCEEDED, FAILED, REFUSED), owner and reference: its step, reference, workflow and activity ids, attempts, duration, error, and for an operator's decision (LIMIT_DECISION, BUSINESS_DECISION, KEY_BLOCK_LIFT, ADMIN_USER, written by the route that takes it) the admin who made it (`actor`).",
         security,
         querystring: monitorPageQuery.extend(operationsFilter.shape),
-        requestExample: { querystring: { operation_type: 'REDEMPTION', status: 'FAILED', owner_id: examplePubkeys.bob, limit: 100, offset: 0 } },
+        requestExample: { querystring: { operation_type: 'REDEMPTION', status: 'FAILED', owner_id: examplePubkeys.bob, reference_id: 'a7c1e1a4-55a8-4d7e-9a61-3c1f0a2b9d10', limit: 100, offset: 0 } },
         response: { 200: z.array(operationItem), ...adminErrors },
       },
     },
     async (request) => {
-      const { operation_type: operationType, status, owner_id: ownerId, limit, offset } = request.query;
-      const rows = await listOperations(pool, { operationType, status, ownerId }, { limit, offset });
+      const { operation_type: operationType, status, owner_id: ownerId, reference_id: referenceId, limit, offset } = request.query;
+      const rows = await listOperations(pool, { operationType, status, ownerId, referenceId }, { limit, offset });
       return rows.map(({ run_id: _runId, ...row }) => ({
         ...row,
         id: row.id.toString(),

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { getB2bCustomer, listApiCredentials, listB2bCustomerEvents, listB2bCustomers, type ApiCredentialRow, type B2bCustomerRow } from '../../db/b2b.ts';
+import { loggedOperation } from '../../db/operation-log.ts';
 import { maskCnpj } from '../../src/b2b/cnpj.ts';
 import { b2bAdminActions, b2bCustomerStatuses } from '../../src/b2b/customer-status.ts';
 import { b2bPlanIds, b2bPlans } from '../../src/b2b/plans.ts';
@@ -325,7 +326,7 @@ export async function adminB2bRoutes(app: FastifyInstance): Promise<void> {
         schema: {
           tags: ['admin: b2b'],
           summary: `${action[0]!.toUpperCase()}${action.slice(1)} a business customer, with a reason (recorded)`,
-          description: `${actionNotes[action]} The change and its reason are recorded with the admin's name in one transaction. 409 \`B2B_TRANSITION_INVALID\` when the state does not allow it (docs/b2b.md, "States"); 404 \`B2B_CUSTOMER_NOT_FOUND\`.`,
+          description: `${actionNotes[action]} The change and its reason are recorded with the admin's name in one transaction, and the action (or its refusal) is an operation-log entry BUSINESS_DECISION. 409 \`B2B_TRANSITION_INVALID\` when the state does not allow it (docs/b2b.md, "States"); 404 \`B2B_CUSTOMER_NOT_FOUND\`.`,
           security,
           params: customerIdParam,
           body: reasonBody,
@@ -340,7 +341,11 @@ export async function adminB2bRoutes(app: FastifyInstance): Promise<void> {
       },
       async (request) => {
         const admin = request.admin!;
-        const outcome = await service.decide(request.params.customer_id, action, request.body.reason, admin.username);
+        const outcome = await loggedOperation(
+          pool,
+          { operationType: 'BUSINESS_DECISION', step: action, ownerId: request.params.customer_id, referenceId: request.params.customer_id, actor: admin.username },
+          () => service.decide(request.params.customer_id, action, request.body.reason, admin.username),
+        );
         request.log.info({ customer_id: outcome.customer.id, from: outcome.from, to: outcome.customer.status, admin: admin.username }, `b2b customer ${action}`);
         return {
           customer: toAdminCustomerView(outcome.customer),
@@ -368,7 +373,11 @@ export async function adminB2bRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const admin = request.admin!;
-      const issued = await service.issueCredential(request.params.customer_id, request.body?.scopes, admin.username);
+      const issued = await loggedOperation(
+        pool,
+        { operationType: 'BUSINESS_DECISION', step: 'issue credential', ownerId: request.params.customer_id, referenceId: request.params.customer_id, actor: admin.username },
+        () => service.issueCredential(request.params.customer_id, request.body?.scopes, admin.username),
+      );
       request.log.info({ customer_id: request.params.customer_id, key_id: issued.row.key_id, admin: admin.username }, 'api credential issued');
       return reply.code(201).send(toIssuedView(issued));
     },
@@ -389,7 +398,11 @@ export async function adminB2bRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const row = await service.revoke(request.params.key_id, request.body.reason);
+      const row = await loggedOperation(
+        pool,
+        { operationType: 'BUSINESS_DECISION', step: 'revoke credential', ownerId: null, referenceId: request.params.key_id, actor: request.admin?.username ?? 'unknown' },
+        () => service.revoke(request.params.key_id, request.body.reason),
+      );
       request.log.info({ key_id: row.key_id, admin: request.admin?.username }, 'api credential revoked');
       return toCredentialView(row);
     },

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { blocklistVersion, keyBlockReasons, listBlocks, type KeyBlockRow } from '../../db/blocklist.ts';
+import { loggedOperation } from '../../db/operation-log.ts';
 import { createBlocklistPublisher, liftKeyBlock } from '../../services/blocklist.ts';
 import { blocklistSigningKey } from '../../services/service-keys.ts';
 import { publishedReceiptKeys } from '../../services/issue-receipt.ts';
@@ -117,7 +118,7 @@ export async function adminBlocklistRoutes(app: FastifyInstance): Promise<void> 
         tags: ['admin: risk'],
         summary: "Lift a key's block, with a reason: the next list version is without the key",
         description:
-          "Lifts the block in force of this key, recording the calling admin and the reason; the list's version grows by one and the signed list leaves the key out from that version on (`lifted_in_version`). The fork's risk flag is not touched (resolve it apart). A later, different fork by the key blocks it again; the same fork shown again does not. 404 `KEY_NOT_BLOCKED` when the key has no block in force. The optional Idempotency-Key makes a retry answer the stored 200.",
+          "Lifts the block in force of this key, recording the calling admin and the reason; the list's version grows by one and the signed list leaves the key out from that version on (`lifted_in_version`). The fork's risk flag is not touched (resolve it apart). A later, different fork by the key blocks it again; the same fork shown again does not. 404 `KEY_NOT_BLOCKED` when the key has no block in force. The lift (or its refusal) is an operation-log entry KEY_BLOCK_LIFT naming the admin. The optional Idempotency-Key makes a retry answer the stored 200.",
         security,
         params: z.object({ pubkey: pubkeySchema }),
         headers: z.object({ 'idempotency-key': idempotencyKeyHeader.optional() }),
@@ -133,7 +134,11 @@ export async function adminBlocklistRoutes(app: FastifyInstance): Promise<void> 
     async (request) => {
       const admin = request.admin;
       if (admin === null) throw new DomainError('UNAUTHENTICATED', 'a bearer token is required');
-      const lifted = await liftKeyBlock(pool, request.params.pubkey, { liftedBy: admin.username, reason: request.body.reason });
+      const lifted = await loggedOperation(
+        pool,
+        { operationType: 'KEY_BLOCK_LIFT', step: 'lift', ownerId: request.params.pubkey, referenceId: request.params.pubkey, actor: admin.username },
+        () => liftKeyBlock(pool, request.params.pubkey, { liftedBy: admin.username, reason: request.body.reason }),
+      );
       request.log.info({ pubkey: lifted.pubkey, block_id: lifted.id, admin: admin.username, version: lifted.lifted_in_version }, 'key block lifted');
       return toKeyBlock(lifted);
     },

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { getLimitRequest, issuedLast24h, listDeviceLimitRequests, listDeviceOwners, listPendingLimitRequests, type LimitRequestRow } from '../../db/plc-limits.ts';
+import { loggedOperation } from '../../db/operation-log.ts';
 import type { Pool } from '../../db/pool.ts';
 import { recordAuthorization, releaseAuthorization } from '../../db/used-authorizations.ts';
 import { limitIncreaseAuthorizationHash, verifyLimitIncrease } from '../../src/limits/increase-request.ts';
@@ -428,7 +429,7 @@ export async function adminPlcLimitRoutes(app: FastifyInstance): Promise<void> {
         tags: ['admin: plc limits'],
         summary: 'Approve or reject a PLC limit increase request (an update of its limit-review workflow)',
         description:
-          "Sends the decision to `limit-review-<request_id>` as a workflow update, which records it. An approval grants the amounts asked for unless `granted_*` say otherwise (never above the ceilings: 422 `LIMIT_ABOVE_CEILING`) as an override of the request's device and owner for `valid_days` (default 30). A request already decided or expired: 409 `LIMIT_REQUEST_NOT_PENDING`; unknown: 404 `LIMIT_REQUEST_NOT_FOUND`.",
+          "Sends the decision to `limit-review-<request_id>` as a workflow update, which records it; the decision (or its refusal) is an operation-log entry LIMIT_DECISION naming the admin. An approval grants the amounts asked for unless `granted_*` say otherwise (never above the ceilings: 422 `LIMIT_ABOVE_CEILING`) as an override of the request's device and owner for `valid_days` (default 30). A request already decided or expired: 409 `LIMIT_REQUEST_NOT_PENDING`; unknown: 404 `LIMIT_REQUEST_NOT_FOUND`.",
         security,
         params: z.object({ request_id: z.string().uuid() }),
         body: decisionBody,
@@ -445,47 +446,53 @@ export async function adminPlcLimitRoutes(app: FastifyInstance): Promise<void> {
       if (row === null) throw new DomainError('LIMIT_REQUEST_NOT_FOUND', 'no such limit increase request', { request_id: requestId });
       const notPending = (status: string) =>
         new DomainError('LIMIT_REQUEST_NOT_PENDING', `the request is ${status}: it can no longer be decided`, { request_id: requestId, status });
-      if (row.status !== 'PENDING') throw notPending(row.status);
       const body = request.body;
-      const decidedBy = request.admin?.username ?? 'unknown';
-      const note = body.note ?? null;
-      let decision;
-      if (body.decision === 'APPROVE') {
-        const granted = {
-          maxAmountMinor: body.granted_max_amount === undefined ? row.requested_max_amount_minor : parseLimitAmount(body.granted_max_amount, 'granted_max_amount'),
-          dailyLimitMinor:
-            body.granted_daily_limit === undefined ? row.requested_daily_limit_minor : parseLimitAmount(body.granted_daily_limit, 'granted_daily_limit'),
-        };
-        if (granted.maxAmountMinor > ceilings.maxAmountMinor || granted.dailyLimitMinor > ceilings.dailyLimitMinor) {
-          throw new DomainError('LIMIT_ABOVE_CEILING', 'no grant goes above the configured ceilings', {
-            field: granted.maxAmountMinor > ceilings.maxAmountMinor ? 'granted_max_amount' : 'granted_daily_limit',
-            ceiling_max_amount: decimal(ceilings.maxAmountMinor),
-            ceiling_daily_limit: decimal(ceilings.dailyLimitMinor),
-          });
-        }
-        decision = {
-          decision: 'APPROVE' as const,
-          grantedMaxAmountMinor: granted.maxAmountMinor.toString(),
-          grantedDailyLimitMinor: granted.dailyLimitMinor.toString(),
-          validDays: body.valid_days,
-          decidedBy,
-          note,
-        };
-      } else {
-        decision = { decision: 'REJECT' as const, decidedBy, note };
-      }
-      try {
-        await withDomainErrors(() => temporal.workflow.getHandle(row.workflow_id).executeUpdate(decideLimitRequestUpdate, { args: [decision] }));
-      } catch (error) {
-        if (error instanceof DomainError) throw error;
-        // The workflow ended meanwhile (the deadline passed): the database says how.
-        const latest = await getLimitRequest(pool, requestId);
-        if (error instanceof WorkflowNotFoundError || (latest !== null && latest.status !== 'PENDING')) throw notPending(latest?.status ?? 'unknown');
-        throw error;
-      }
-      const decided = await getLimitRequest(pool, requestId);
-      if (decided === null) throw new Error(`limit request ${requestId} vanished`);
-      return toLimitRequest(decided);
+      return loggedOperation(
+        pool,
+        { operationType: 'LIMIT_DECISION', step: body.decision.toLowerCase(), ownerId: row.owner_id, referenceId: requestId, actor: request.admin?.username ?? 'unknown' },
+        async () => {
+          if (row.status !== 'PENDING') throw notPending(row.status);
+          const decidedBy = request.admin?.username ?? 'unknown';
+          const note = body.note ?? null;
+          let decision;
+          if (body.decision === 'APPROVE') {
+            const granted = {
+              maxAmountMinor: body.granted_max_amount === undefined ? row.requested_max_amount_minor : parseLimitAmount(body.granted_max_amount, 'granted_max_amount'),
+              dailyLimitMinor:
+                body.granted_daily_limit === undefined ? row.requested_daily_limit_minor : parseLimitAmount(body.granted_daily_limit, 'granted_daily_limit'),
+            };
+            if (granted.maxAmountMinor > ceilings.maxAmountMinor || granted.dailyLimitMinor > ceilings.dailyLimitMinor) {
+              throw new DomainError('LIMIT_ABOVE_CEILING', 'no grant goes above the configured ceilings', {
+                field: granted.maxAmountMinor > ceilings.maxAmountMinor ? 'granted_max_amount' : 'granted_daily_limit',
+                ceiling_max_amount: decimal(ceilings.maxAmountMinor),
+                ceiling_daily_limit: decimal(ceilings.dailyLimitMinor),
+              });
+            }
+            decision = {
+              decision: 'APPROVE' as const,
+              grantedMaxAmountMinor: granted.maxAmountMinor.toString(),
+              grantedDailyLimitMinor: granted.dailyLimitMinor.toString(),
+              validDays: body.valid_days,
+              decidedBy,
+              note,
+            };
+          } else {
+            decision = { decision: 'REJECT' as const, decidedBy, note };
+          }
+          try {
+            await withDomainErrors(() => temporal.workflow.getHandle(row.workflow_id).executeUpdate(decideLimitRequestUpdate, { args: [decision] }));
+          } catch (error) {
+            if (error instanceof DomainError) throw error;
+            // The workflow ended meanwhile (the deadline passed): the database says how.
+            const latest = await getLimitRequest(pool, requestId);
+            if (error instanceof WorkflowNotFoundError || (latest !== null && latest.status !== 'PENDING')) throw notPending(latest?.status ?? 'unknown');
+            throw error;
+          }
+          const decided = await getLimitRequest(pool, requestId);
+          if (decided === null) throw new Error(`limit request ${requestId} vanished`);
+          return toLimitRequest(decided);
+        },
+      );
     },
   );
 }

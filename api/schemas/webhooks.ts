@@ -248,6 +248,7 @@ export const operationsFilter = z.object({
   operation_type: z.enum(operationTypes).optional(),
   status: z.enum(operationStatuses).optional(),
   owner_id: z.string().min(1).max(200).optional(),
+  reference_id: z.string().min(1).max(300).optional().describe('the business reference: a token, redemption, request, customer, key, webhook or administrator'),
 });
 export const inboxEventsFilter = z.object({
   status: z.enum(inboxStatuses).optional(),

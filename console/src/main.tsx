@@ -2,12 +2,19 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { loadConfig, loadSession, saveSession, whenSessionEnds, type ConsoleConfig, type Session } from './api.ts';
 import { AccountsPage } from './pages/accounts.tsx';
+import { AdminsPage } from './pages/admins.tsx';
+import { B2bCustomerPage, B2bPage } from './pages/b2b.tsx';
+import { BlocklistPage } from './pages/blocklist.tsx';
 import { DashboardPage } from './pages/dashboard.tsx';
+import { FeesPage } from './pages/fees.tsx';
+import { LimitsPage } from './pages/limits.tsx';
 import { LoginPage } from './pages/login.tsx';
 import { PlcDetailPage, PlcSearchPage } from './pages/plcs.tsx';
 import { ReconcilePage } from './pages/reconcile.tsx';
 import { RedemptionDetailPage, RedemptionsPage } from './pages/redemptions.tsx';
+import { ReputationDetailPage, ReputationPage } from './pages/reputation.tsx';
 import { RiskPage } from './pages/risk.tsx';
+import { WebhooksPage } from './pages/webhooks.tsx';
 import { ErrorBox } from './ui.tsx';
 import './styles.css';
 
@@ -34,9 +41,19 @@ const nav = [
   ['plcs', 'PLCs'],
   ['redemptions', 'Redemptions'],
   ['risk', 'Risk flags'],
+  ['blocklist', 'Blocklist'],
+  ['limits', 'Limit requests'],
+  ['reputation', 'Reputation'],
   ['accounts', 'Accounts'],
+  ['b2b', 'Businesses'],
+  ['webhooks', 'Webhooks'],
+  ['fees', 'Fees'],
   ['reconcile', 'Reconcile'],
+  ['admins', 'Administrators'],
 ] as const;
+
+/** The page a detail page belongs to in the menu. */
+const parentOf: Record<string, string> = { plc: 'plcs', redemption: 'redemptions', 'b2b-customer': 'b2b' };
 
 function App() {
   const [session, setSession] = useState<Session | null>(loadSession());
@@ -95,7 +112,7 @@ function App() {
       page = <PlcDetailPage session={session} config={config} tokenId={route.arg} />;
       break;
     case 'redemptions':
-      page = <RedemptionsPage session={session} config={config} status={route.params.get('status') ?? 'PENDING_PAYMENT'} />;
+      page = <RedemptionsPage session={session} config={config} status={route.params.get('status') ?? 'all'} offset={Number(route.params.get('offset') ?? '0')} />;
       break;
     case 'redemption':
       page = <RedemptionDetailPage session={session} config={config} redemptionId={route.arg} />;
@@ -109,16 +126,47 @@ function App() {
     case 'reconcile':
       page = <ReconcilePage session={session} config={config} />;
       break;
+    case 'limits':
+      page = <LimitsPage session={session} config={config} />;
+      break;
+    case 'b2b':
+      page = <B2bPage session={session} status={route.params.get('status') ?? 'PENDING_REVIEW'} offset={Number(route.params.get('offset') ?? '0')} />;
+      break;
+    case 'b2b-customer':
+      page = <B2bCustomerPage session={session} customerId={route.arg} />;
+      break;
+    case 'blocklist':
+      page = <BlocklistPage session={session} status={route.params.get('status') ?? 'active'} offset={Number(route.params.get('offset') ?? '0')} />;
+      break;
+    case 'webhooks':
+      page = <WebhooksPage session={session} config={config} />;
+      break;
+    case 'reputation':
+      page =
+        route.arg === '' ? (
+          <ReputationPage session={session} tier={route.params.get('tier') ?? ''} sort={route.params.get('sort') ?? 'score'} offset={Number(route.params.get('offset') ?? '0')} />
+        ) : (
+          <ReputationDetailPage session={session} ownerId={route.arg} />
+        );
+      break;
+    case 'fees': {
+      const version = Number(route.params.get('version') ?? 'NaN');
+      page = <FeesPage session={session} version={Number.isInteger(version) && version >= 1 ? version : null} />;
+      break;
+    }
+    case 'admins':
+      page = <AdminsPage session={session} offset={Number(route.params.get('offset') ?? '0')} />;
+      break;
     default:
       page = <ErrorBox error={new Error(`No page "${route.page}". Choose one above.`)} />;
   }
-  const current = route.page === 'plc' ? 'plcs' : route.page === 'redemption' ? 'redemptions' : route.page;
+  const current = parentOf[route.page] ?? route.page;
   return (
     <div class="app">
       <header>
         <strong>Settlement console</strong>
         <nav>
-          {nav.map(([name, label]) => (
+          {nav.filter(([name]) => name !== 'admins' || session.role === 'super_admin').map(([name, label]) => (
             <a key={name} href={`#/${name}`} class={name === current ? 'active' : ''}>
               {label}
             </a>

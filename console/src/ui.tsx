@@ -1,7 +1,7 @@
 import type { ComponentChildren, VNode } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { ApiError, workflowLink, type ConsoleConfig } from './api.ts';
-import { shortId } from './format.ts';
+import { api, ApiError, workflowLink, type ConsoleConfig, type Session } from './api.ts';
+import { money, shortId, when } from './format.ts';
 
 /** Shared pieces of the console's pages. */
 
@@ -108,9 +108,7 @@ export function RedemptionLink(props: { redemptionId: string }) {
 /** An amount and its currency in a table's number column. */
 export function AmountCell(props: { amount: string; currency: string }) {
   return (
-    <td class="num">
-      {props.amount} {props.currency}
-    </td>
+    <td class="num">{money(props.amount, props.currency)}</td>
   );
 }
 
@@ -137,5 +135,89 @@ export function Card(props: { title: string; children: ComponentChildren; wide?:
       <h3>{props.title}</h3>
       {props.children}
     </section>
+  );
+}
+
+/**
+ * Reloads every `ms` while the tab is visible: for a page whose state changes by itself (new
+ * requests, sign-ups, blocks, webhook queues). A reload keeps the last good data on screen.
+ */
+export function usePolling(reload: () => void, ms: number): void {
+  useEffect(() => {
+    const timer = setInterval(() => {
+      if (document.visibilityState === 'visible') reload();
+    }, ms);
+    return () => clearInterval(timer);
+  }, [reload, ms]);
+}
+
+/** Says that a page follows its state by itself, and how often. */
+export function LiveNote(props: { ms: number }) {
+  return (
+    <span class="muted live" data-testid="live-note">
+      live · refreshes every {Math.round(props.ms / 1000)} s
+    </span>
+  );
+}
+
+export interface OperationLogEntry {
+  id: string;
+  operation_type: string;
+  step: string;
+  status: string;
+  owner_id: string | null;
+  reference_id: string | null;
+  workflow_id: string | null;
+  duration_ms: number | null;
+  error_code: string | null;
+  error: string | null;
+  actor: string | null;
+  started_at: string;
+}
+
+/**
+ * The operation-log entry of the action just run (the newest of its type and reference): what an
+ * auditor will read later, shown at once.
+ */
+export function OperationEntry(props: { session: Session; type: string; reference: string; nonce: number }) {
+  const { data, error } = useLoad(
+    async () =>
+      (
+        await api<OperationLogEntry[]>(
+          props.session,
+          `/admin/monitor/operations?operation_type=${encodeURIComponent(props.type)}&reference_id=${encodeURIComponent(props.reference)}&limit=1`,
+        )
+      ).body[0] ?? null,
+    [props.type, props.reference, props.nonce],
+  );
+  if (error !== null) return <ErrorBox error={error} />;
+  if (data === null) return <span class="muted">operation log: no entry found</span>;
+  return (
+    <div class="op-entry" data-testid="operation-entry">
+      operation log #{data.id}: <strong>{data.operation_type}</strong> {data.step} <Status value={data.status} />
+      {data.actor === null ? '' : ` by ${data.actor}`} · {when(data.started_at)}
+      {data.duration_ms === null ? '' : ` · ${data.duration_ms} ms`}
+      {data.error_code === null ? '' : ` · ${data.error_code}`}
+    </div>
+  );
+}
+
+/** An action's outcome: its result in words, and where its operation-log entry is (type and reference). */
+export interface ActionOutcome {
+  text: ComponentChildren;
+  type: string;
+  reference: string;
+  /** Changes with every action, so that the entry is read again. */
+  nonce: number;
+}
+
+/** The outcome of an action: its result in words, and its operation-log entry. */
+export function ActionResult(props: { session: Session; outcome: ActionOutcome | null }) {
+  if (props.outcome === null) return null;
+  return (
+    <div class="notice" role="status" data-testid="action-result">
+      <div>{props.outcome.text}</div>
+      <OperationEntry session={props.session} type={props.outcome.type} reference={props.outcome.reference} nonce={props.outcome.nonce} />
+    </div>
   );
 }

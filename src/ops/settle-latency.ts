@@ -42,3 +42,31 @@ export function histogramQuantileMs(counts: readonly number[], q: number): numbe
   }
   return settleLatencyBoundsMs[settleLatencyBoundsMs.length - 1]!;
 }
+
+/** The bucket that holds a quantile: durations above `aboveMs` and at most `atMostMs` (null: no upper bound, the open last bucket). */
+export interface QuantileBucket {
+  aboveMs: number;
+  atMostMs: number | null;
+}
+
+/**
+ * The bucket holding the q-quantile (0 < q < 1): all the histogram can vouch for, without the
+ * interpolation of `histogramQuantileMs` (which reads more precise than it is). Null for an
+ * empty histogram.
+ */
+export function histogramQuantileBucket(counts: readonly number[], q: number): QuantileBucket | null {
+  if (!(q > 0 && q < 1)) throw new RangeError(`quantile ${q} outside (0, 1)`);
+  if (counts.length !== settleLatencyBucketCount) throw new RangeError(`expected ${settleLatencyBucketCount} buckets, got ${counts.length}`);
+  const total = counts.reduce((sum, count) => sum + count, 0);
+  if (total === 0) return null;
+  const rank = q * total;
+  let below = 0;
+  for (let i = 0; i < counts.length; i += 1) {
+    const count = counts[i] ?? 0;
+    if (count > 0 && below + count >= rank) {
+      return { aboveMs: i === 0 ? 0 : settleLatencyBoundsMs[i - 1]!, atMostMs: i === settleLatencyBoundsMs.length ? null : settleLatencyBoundsMs[i]! };
+    }
+    below += count;
+  }
+  return { aboveMs: settleLatencyBoundsMs[settleLatencyBoundsMs.length - 1]!, atMostMs: null };
+}

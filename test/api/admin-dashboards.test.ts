@@ -70,10 +70,15 @@ describe('stats', () => {
     expect(after.redemptions.time_to_settle.settled).toBe(before.redemptions.time_to_settle.settled + 1);
     expect(after.redemptions.time_to_settle.p50_ms).toBeGreaterThan(0);
     expect(after.redemptions.time_to_settle.p95_ms).toBeGreaterThanOrEqual(after.redemptions.time_to_settle.p50_ms);
+    // The bucket holding p50 is what the histogram knows; the estimate lies inside it.
+    const p50Bucket = after.redemptions.time_to_settle.p50_bucket as { above_ms: number; at_most_ms: number | null };
+    expect(p50Bucket.above_ms).toBeLessThanOrEqual(after.redemptions.time_to_settle.p50_ms);
+    if (p50Bucket.at_most_ms !== null) expect(after.redemptions.time_to_settle.p50_ms).toBeLessThanOrEqual(p50Bucket.at_most_ms);
     const today = after.series[after.series.length - 1];
     expect(today.date).toBe(utcDay(Date.now()));
     expect(today.plcs_issued).toBeGreaterThanOrEqual(2);
     expect(today.plcs_redeemed).toBeGreaterThanOrEqual(1);
+    expect(today.settle_p50_bucket).toMatchObject({ above_ms: expect.any(Number) });
     expect(today.webhooks_received).toBeGreaterThanOrEqual(1);
     expect(after.series).toHaveLength(14);
     // Promised value: the PLC left ISSUED (still promised); the redeemed one is in redeemed.

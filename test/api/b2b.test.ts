@@ -101,6 +101,20 @@ describe('the admin decides', () => {
       ['ACTIVE', 'BLOCKED', 'fraud confirmed'],
     ]);
     expect(detail.events[1].actor).toMatch(/^admin-/);
+    // Each decision, refused ones too, is an operation-log entry naming the admin (newest first).
+    const logged = (await t.app.inject({ method: 'GET', url: `/api/v1/admin/monitor/operations?operation_type=BUSINESS_DECISION&reference_id=${id}`, headers: admin })).json();
+    expect(logged.map((entry: { step: string; status: string; error_code: string | null }) => `${entry.step} ${entry.status} ${entry.error_code ?? ''}`.trim())).toEqual([
+      'block REFUSED B2B_TRANSITION_INVALID',
+      'suspend REFUSED B2B_TRANSITION_INVALID',
+      'approve REFUSED B2B_TRANSITION_INVALID',
+      'block SUCCEEDED',
+      'approve SUCCEEDED',
+      'suspend SUCCEEDED',
+      'approve REFUSED B2B_TRANSITION_INVALID',
+      'approve SUCCEEDED',
+      'suspend REFUSED B2B_TRANSITION_INVALID',
+    ]);
+    expect(logged[3].actor).toBe(detail.events[1].actor);
     expect(detail.credentials).toHaveLength(1);
     expect(detail.credentials[0]).toMatchObject({ key_id: credential.keyId, revoke_reason: 'customer blocked: fraud confirmed' });
     expect(JSON.stringify(detail)).not.toContain(credential.secret);

@@ -269,6 +269,12 @@ describe('the lift', () => {
     expect(retried.headers['x-idempotency-replayed']).toBe('true');
     expect(retried.json()).toEqual(lifted.json());
     expect((await lift(culprit.pubkey, 'again')).json().code).toBe('KEY_NOT_BLOCKED');
+    // The lift and the refused second one are operation-log entries; the replay under its key is not a second lift.
+    const logged = (await t.app.inject({ method: 'GET', url: `/api/v1/admin/monitor/operations?operation_type=KEY_BLOCK_LIFT&reference_id=${culprit.pubkey}`, headers: admin })).json();
+    expect(logged.map((entry: { status: string; error_code: string | null; actor: string }) => [entry.status, entry.error_code, entry.actor])).toEqual([
+      ['REFUSED', 'KEY_NOT_BLOCKED', lifted.json().lifted_by],
+      ['SUCCEEDED', null, lifted.json().lifted_by],
+    ]);
 
     const next = await signedList();
     expect(next.version).toBe(blocked.version + 1);

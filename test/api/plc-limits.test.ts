@@ -293,6 +293,14 @@ describe('increase requests and their review', () => {
     const twice = await decide(request.request_id, { decision: 'REJECT' });
     expect(twice.statusCode).toBe(409);
     expect(twice.json()).toMatchObject({ code: 'LIMIT_REQUEST_NOT_PENDING', details: { status: 'APPROVED' } });
+    // Each decision the route took up, refusals too, is an operation-log entry with the admin, newest first.
+    const logged = (await adminGet(`/monitor/operations?operation_type=LIMIT_DECISION&reference_id=${request.request_id}`)).json();
+    expect(logged.map((entry: { step: string; status: string; error_code: string | null; owner_id: string }) => [entry.step, entry.status, entry.error_code, entry.owner_id])).toEqual([
+      ['reject', 'REFUSED', 'LIMIT_REQUEST_NOT_PENDING', wallet.pubkey],
+      ['approve', 'SUCCEEDED', null, wallet.pubkey],
+      ['approve', 'REFUSED', 'LIMIT_ABOVE_CEILING', wallet.pubkey],
+    ]);
+    expect(logged[1].actor).toBe(approved.json().decided_by);
 
     const view = await adminGet(`/plc-limits/${deviceId}`);
     expect(view.statusCode).toBe(200);

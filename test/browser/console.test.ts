@@ -102,6 +102,10 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     expect(await detail.textContent()).toContain('TRANSFERRED');
     expect(await detail.textContent()).toContain('Fork evidence');
     expect(await detail.textContent()).toContain('DOUBLE_SPEND_FORK');
+    // The ledger rows with their amounts, in reais from the minor units: the issue reserved 12.50.
+    const ledger = page.getByTestId('plc-ledger');
+    expect(await ledger.textContent()).toContain('R$ 12,50');
+    expect(await ledger.textContent()).toMatch(/−R\$ 12,50/);
     // The workflow that expires it: its expiry bucket (the API's workflow_id; docs/plc.md, "Expiry by time buckets").
     const link = page.getByRole('link', { name: /^plc-expiry-.+ ↗$/ });
     expect(await link.getAttribute('href')).toMatch(/^http:\/\/127\.0\.0\.1:8233\/namespaces\/default\/workflows\/plc-expiry-/);
@@ -116,7 +120,7 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     const plc = issue(issuer, { amountMinor: 321n });
     expect((await post('/api/v1/plc/create', { plc: plcToJson(plc) })).statusCode).toBe(200);
     await page.getByTestId('live-feed').getByText(plc.commitment.tokenId.slice(0, 8)).waitFor({ timeout: 20_000 });
-    expect(await page.getByTestId('live-feed').textContent()).toContain('3.21 BRL');
+    expect(await page.getByTestId('live-feed').textContent()).toContain('R$ 3,21');
   });
 
   it('retries a failed settlement and sees it settle', async () => {
@@ -149,6 +153,10 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     expect(await page.getByTestId('retries').textContent()).toContain('gateway account funded');
     await shot('redemption-detail');
     await page.goto(`${base}/console/#/redemptions?status=SETTLED`);
+    await page.getByTestId('redemptions').getByRole('link', { name: `${redemptionId.slice(0, 8)}…`, exact: true }).waitFor();
+    // The page opens on every status, newest first.
+    await page.goto(`${base}/console/#/redemptions`);
+    expect(await page.locator('nav.tabs a.active').textContent()).toBe('all');
     await page.getByTestId('redemptions').getByRole('link', { name: `${redemptionId.slice(0, 8)}…`, exact: true }).waitFor();
     await shot('redemptions');
   });
@@ -197,6 +205,8 @@ describe.skipIf(browserUnavailable !== null)(`web console in headless Chromium${
     await page.getByText('Every invariant held').waitFor();
     await expect.poll(() => page.getByTestId('feed-state').textContent(), { timeout: 15_000 }).toBe('live');
     expect(await page.locator('section.card', { hasText: 'Redemptions' }).first().textContent()).toContain('SETTLED');
+    // Time to settle as the histogram knows it: the bucket bounds, never an interpolated figure.
+    expect(await page.getByTestId('time-to-settle').textContent()).toMatch(/p50 (≤ [\d.]+ (ms|s|min|h)|[\d.]+ (ms|s|min|h) – [\d.]+ (ms|s|min|h)|> 24 h) · p95 /);
     await shot('dashboard');
   });
 

@@ -86,7 +86,27 @@ describe('admin CLI', () => {
     expect((await verify(after)).statusCode).toBe(200);
 
     await new Promise((resolve) => setTimeout(resolve, 1100));
+    // The last active super_admin is kept (services/admin-users.ts, the rules the console's routes share).
+    await t.db.pool.query(`UPDATE admin_users SET disabled = true WHERE role = 'super_admin' AND username <> 'cli-rotating'`);
+    const last = await runCli(['disable', 'cli-rotating'], '', env);
+    expect(last.code).toBe(1);
+    expect(last.stderr).toContain('last active super_admin');
+    expect((await runCli(['role', 'cli-rotating', 'admin'], '', env)).code).toBe(1);
+    expect((await runCli(['create', 'cli-keeper', '--role', 'super_admin'], 'keeper-password-0123\n', env)).code).toBe(0);
     expect((await runCli(['disable', 'cli-rotating'], '', env)).code).toBe(0);
+    expect((await runCli(['disable', 'cli-rotating'], '', env)).stdout).toContain('disabled already: nothing changed');
+    const logged = await t.db.pool.query(
+      `SELECT step, status, actor FROM operation_log WHERE operation_type = 'ADMIN_USER' AND reference_id = 'admin:cli-rotating' ORDER BY id`,
+    );
+    expect(logged.rows.map((row: { step: string; status: string }) => `${row.step} ${row.status}`)).toEqual([
+      'create SUCCEEDED',
+      'password SUCCEEDED',
+      'disable REFUSED',
+      'role admin REFUSED',
+      'disable SUCCEEDED',
+      'disable SUCCEEDED',
+    ]);
+    expect(logged.rows[0].actor).toMatch(/^cli/);
     expect((await verify(after)).statusCode).toBe(401);
     expect((await login('cli-rotating', second)).statusCode).toBe(401);
     expect((await runCli(['enable', 'cli-rotating'], '', env)).code).toBe(0);

@@ -11,7 +11,7 @@ import {
   type FlagConfig,
 } from '../../src/ops/canary.ts';
 import { lastDays } from '../../src/ops/days.ts';
-import { histogramQuantileMs, latencyBucketOf, settleLatencyBoundsMs, settleLatencyBucketCount } from '../../src/ops/settle-latency.ts';
+import { histogramQuantileBucket, histogramQuantileMs, latencyBucketOf, settleLatencyBoundsMs, settleLatencyBucketCount } from '../../src/ops/settle-latency.ts';
 
 const flag = (overrides: Partial<FlagConfig> = {}): FlagConfig => ({
   name: 'test_flag',
@@ -128,6 +128,26 @@ describe('settlement time histogram', () => {
     counts[settleLatencyBucketCount - 1] = 3;
     expect(histogramQuantileMs(counts, 0.95)).toBe(86_400_000);
     expect(() => histogramQuantileMs(counts, 1)).toThrow(RangeError);
+  });
+
+  it('names the bucket that holds a quantile, the bounds the histogram vouches for, and holds the estimate inside it', () => {
+    const counts = new Array<number>(settleLatencyBucketCount).fill(0);
+    expect(histogramQuantileBucket(counts, 0.5)).toBeNull();
+    counts[latencyBucketOf(80)] = 10; // 10 settlements within 100 ms
+    expect(histogramQuantileBucket(counts, 0.5)).toEqual({ aboveMs: 0, atMostMs: 100 });
+    counts[latencyBucketOf(1500)] = 30; // and 30 between 1 s and 2 s
+    expect(histogramQuantileBucket(counts, 0.5)).toEqual({ aboveMs: 1000, atMostMs: 2000 });
+    counts[settleLatencyBucketCount - 1] = 40; // and 40 beyond 24 h
+    expect(histogramQuantileBucket(counts, 0.95)).toEqual({ aboveMs: 86_400_000, atMostMs: null });
+    expect(() => histogramQuantileBucket(counts, 0)).toThrow(RangeError);
+    fc.assert(
+      fc.property(fc.array(fc.nat({ max: 1000 }), { minLength: settleLatencyBucketCount, maxLength: settleLatencyBucketCount }), fc.double({ min: 0.01, max: 0.99, noNaN: true }), (histogram, q) => {
+        const bucket = histogramQuantileBucket(histogram, q);
+        const estimate = histogramQuantileMs(histogram, q);
+        if (bucket === null) return estimate === null;
+        return estimate !== null && estimate >= bucket.aboveMs && (bucket.atMostMs === null || estimate <= bucket.atMostMs);
+      }),
+    );
   });
 
   it('any histogram: the quantile lies between the bounds of a non-empty bucket and grows with q', () => {

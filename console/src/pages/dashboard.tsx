@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type ConsoleConfig, type Session } from '../api.ts';
 import { BarChart, LineChart } from '../charts.tsx';
-import { duration, shortId, when } from '../format.ts';
+import { bucketLabel, duration, money, shortId, when } from '../format.ts';
 import { followEvents, type LiveEvent } from '../sse.ts';
 import { Card, ErrorBox, Status, useLoad } from '../ui.tsx';
 
@@ -11,10 +11,18 @@ interface StatusTotal {
   count: number;
   amount: string;
 }
+/** The histogram bucket holding a quantile: all the counters can vouch for (the API's _ms values are interpolations). */
+interface Bucket {
+  above_ms: number;
+  at_most_ms: number | null;
+}
+/** What a chart can draw of a bucket: its upper bound (the open last bucket: its lower one). */
+const bucketTop = (bucket: Bucket | null): number | null => (bucket === null ? null : (bucket.at_most_ms ?? bucket.above_ms));
+
 interface Stats {
   generated_at: string;
   plcs: { by_status: StatusTotal[]; promised: { currency: string; count: number; amount: string }[]; redeemed: { currency: string; count: number; amount: string }[] };
-  redemptions: { by_status: StatusTotal[]; time_to_settle: { window_days: number; settled: number; p50_ms: number | null; p95_ms: number | null } };
+  redemptions: { by_status: StatusTotal[]; time_to_settle: { window_days: number; settled: number; p50_bucket: Bucket | null; p95_bucket: Bucket | null } };
   charges: { by_status: StatusTotal[] };
   ledger: {
     stale: boolean;
@@ -28,8 +36,8 @@ interface Stats {
     plcs_issued: number;
     plcs_redeemed: number;
     settled: number;
-    settle_p50_ms: number | null;
-    settle_p95_ms: number | null;
+    settle_p50_bucket: Bucket | null;
+    settle_p95_bucket: Bucket | null;
     webhooks_received: number;
     webhooks_processed: number;
     webhooks_ignored: number;
@@ -48,9 +56,7 @@ function Totals(props: { rows: StatusTotal[] }) {
               <Status value={row.status} />
             </td>
             <td class="num">{row.count}</td>
-            <td class="num">
-              {row.amount} {row.currency}
-            </td>
+            <td class="num">{money(row.amount, row.currency)}</td>
           </tr>
         ))}
       </tbody>
@@ -96,7 +102,7 @@ function LiveFeed(props: { session: Session; onUnauthorized: () => void }) {
                   <td>
                     <Status value={data.status} />
                   </td>
-                  <td class="num">{data.amount === null || data.amount === undefined ? '' : `${data.amount} ${data.currency ?? ''}`}</td>
+                  <td class="num">{data.amount === null || data.amount === undefined ? '' : money(data.amount, data.currency ?? '')}</td>
                 </tr>
               );
             })}
@@ -127,15 +133,17 @@ export function DashboardPage(props: { session: Session; config: ConsoleConfig; 
           <Card title="PLCs">
             <Totals rows={data.plcs.by_status} />
             <p>
-              Promised: {data.plcs.promised.map((row) => `${row.amount} ${row.currency}`).join(', ') || '0'} · Redeemed:{' '}
-              {data.plcs.redeemed.map((row) => `${row.amount} ${row.currency}`).join(', ') || '0'}
+              Promised: {data.plcs.promised.map((row) => money(row.amount, row.currency)).join(', ') || '0'} · Redeemed:{' '}
+              {data.plcs.redeemed.map((row) => money(row.amount, row.currency)).join(', ') || '0'}
             </p>
           </Card>
           <Card title="Redemptions">
             <Totals rows={data.redemptions.by_status} />
-            <p>
+            <p data-testid="time-to-settle" title="From histogram buckets (100 ms, 250 ms, 500 ms, 1 s, 2 s, 5 s ... 24 h): the bucket that holds each percentile, not an exact figure">
               Time to settle ({data.redemptions.time_to_settle.window_days} d, {data.redemptions.time_to_settle.settled} settled): p50{' '}
-              {duration(data.redemptions.time_to_settle.p50_ms)} · p95 {duration(data.redemptions.time_to_settle.p95_ms)}
+              {bucketLabel(data.redemptions.time_to_settle.p50_bucket)} · p95 {bucketLabel(data.redemptions.time_to_settle.p95_bucket)}
+              <br />
+              <span class="muted">bucket bounds of a histogram, not exact times</span>
             </p>
           </Card>
           <Card title="Charges">
@@ -155,9 +163,7 @@ export function DashboardPage(props: { session: Session; config: ConsoleConfig; 
                     {data.ledger.last_check.totals.map((row) => (
                       <tr key={`${row.currency}-${row.bucket}`}>
                         <td>{row.bucket}</td>
-                        <td class="num">
-                          {row.users} {row.currency}
-                        </td>
+                        <td class="num">{money(row.users, row.currency)}</td>
                       </tr>
                     ))}
                   </tbody>
@@ -183,12 +189,12 @@ export function DashboardPage(props: { session: Session; config: ConsoleConfig; 
             ]}
           />
           <LineChart
-            title="Settlement latency per day"
+            title="Time to settle per day: p50 and p95 are at most (bucket bound)"
             labels={labels}
             format={(value) => (value === 0 ? '0' : duration(Math.round(value)))}
             series={[
-              { name: 'p50', values: data.series.map((day) => day.settle_p50_ms), className: 'c1' },
-              { name: 'p95', values: data.series.map((day) => day.settle_p95_ms), className: 'c3' },
+              { name: 'p50', values: data.series.map((day) => bucketTop(day.settle_p50_bucket)), className: 'c1' },
+              { name: 'p95', values: data.series.map((day) => bucketTop(day.settle_p95_bucket)), className: 'c3' },
             ]}
           />
           <BarChart

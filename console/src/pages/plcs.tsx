@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, type ConsoleConfig, type Session } from '../api.ts';
-import { pubkeyPattern, shortId, uuidPattern, when } from '../format.ts';
+import { money, pubkeyPattern, shortId, uuidPattern, when } from '../format.ts';
 import { AmountCell, Card, ErrorBox, ListTable, PlcLink, RedemptionLink, Status, useLoad, WorkflowLink } from '../ui.tsx';
 
 interface PlcStatus {
@@ -50,7 +50,7 @@ interface PlcDetail {
   chain: ChainEntry[];
   device_id: string;
   workflow_id: string;
-  transactions: { id: string; tx_type: string; created_at: string }[];
+  transactions: { id: string; tx_type: string; created_at: string; description: string | null; entries: { owner_id: string; bucket: string; currency: string; amount: string }[] }[];
   risk_flags: RiskFlag[];
   redemptions: RedemptionItem[];
 }
@@ -158,7 +158,7 @@ export function PlcDetailPage(props: { session: Session; config: ConsoleConfig; 
           <dl>
             <dt>amount</dt>
             <dd>
-              {plc.amount} {plc.currency}
+              {money(plc.amount, plc.currency)}
             </dd>
             <dt>issuer</dt>
             <dd>
@@ -245,19 +245,42 @@ export function PlcDetailPage(props: { session: Session; config: ConsoleConfig; 
           )}
         </Card>
         <Card title="Ledger transactions" wide>
-          <table class="compact">
-            <tbody>
-              {data.transactions.map((tx) => (
-                <tr key={tx.id}>
-                  <td>{tx.tx_type}</td>
-                  <td>
-                    <code>{shortId(tx.id)}</code>
-                  </td>
-                  <td>{when(tx.created_at)}</td>
+          {data.transactions.length === 0 ? (
+            <p class="muted">No ledger transaction about this PLC.</p>
+          ) : (
+            <table class="compact" data-testid="plc-ledger">
+              <thead>
+                <tr>
+                  <th>transaction</th>
+                  <th>when</th>
+                  <th>owner</th>
+                  <th>bucket</th>
+                  <th class="num">amount</th>
                 </tr>
+              </thead>
+              {data.transactions.map((tx) => (
+                <tbody key={tx.id} class="ledger-tx">
+                  {tx.entries.map((entry, index) => (
+                    <tr key={index}>
+                      {index === 0 ? (
+                        <>
+                          <td rowSpan={tx.entries.length}>
+                            {tx.tx_type} <code title={tx.id}>{shortId(tx.id)}</code>
+                          </td>
+                          <td rowSpan={tx.entries.length}>{when(tx.created_at)}</td>
+                        </>
+                      ) : null}
+                      <td title={entry.owner_id}>
+                        {pubkeyPattern.test(entry.owner_id) ? <a href={`#/plcs?q=${entry.owner_id}`}>{shortId(entry.owner_id, 12)}</a> : shortId(entry.owner_id, 20)}
+                      </td>
+                      <td>{entry.bucket}</td>
+                      <td class={entry.amount.startsWith('-') ? 'num bad' : 'num'}>{money(entry.amount, entry.currency, { signed: true })}</td>
+                    </tr>
+                  ))}
+                </tbody>
               ))}
-            </tbody>
-          </table>
+            </table>
+          )}
         </Card>
       </div>
     </div>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, type ConsoleConfig, type Session } from '../api.ts';
-import { shortId, uuidPattern, when } from '../format.ts';
+import { money, shortId, uuidPattern, when } from '../format.ts';
 import { AmountCell, Card, ErrorBox, ListTable, PlcLink, RedemptionLink, Status, useAction, useLoad, WorkflowLink } from '../ui.tsx';
 
 interface Redemption {
@@ -33,13 +33,19 @@ interface RetryAnswer {
   redemption: Redemption;
 }
 
-const statuses = ['PENDING_PAYMENT', 'SETTLED', 'FAILED'] as const;
+const statuses = ['all', 'PENDING_PAYMENT', 'SETTLED', 'FAILED'] as const;
+const pageSize = 100;
 
-export function RedemptionsPage(props: { session: Session; config: ConsoleConfig; status: string }) {
-  const status = (statuses as readonly string[]).includes(props.status) ? props.status : 'PENDING_PAYMENT';
+/**
+ * Every redemption by default (newest first: what is happening now), or one status. A stuck
+ * payout is a PENDING_PAYMENT one with a payout problem; that tab is one click away.
+ */
+export function RedemptionsPage(props: { session: Session; config: ConsoleConfig; status: string; offset: number }) {
+  const status = (statuses as readonly string[]).includes(props.status) ? props.status : 'all';
+  const offset = Number.isInteger(props.offset) && props.offset >= 0 ? props.offset : 0;
   const { data, error, reload } = useLoad(
-    async () => (await api<Redemption[]>(props.session, `/admin/redemptions?status=${status}&limit=100`)).body,
-    [status],
+    async () => (await api<Redemption[]>(props.session, `/admin/redemptions?limit=${pageSize}&offset=${offset}${status === 'all' ? '' : `&status=${status}`}`)).body,
+    [status, offset],
   );
   return (
     <div>
@@ -58,7 +64,7 @@ export function RedemptionsPage(props: { session: Session; config: ConsoleConfig
         testId="redemptions"
         heads={['redemption', 'PLC', 'status', 'gateway', 'amount', 'opened', 'workflow']}
         items={data}
-        none={<>No {status} redemption.</>}
+        none={<>No {status === 'all' ? '' : `${status} `}redemption{offset > 0 ? ' on this page' : ''}.</>}
         row={(row) => (
           <tr key={row.redemption_id}>
             <td>
@@ -79,6 +85,10 @@ export function RedemptionsPage(props: { session: Session; config: ConsoleConfig
           </tr>
         )}
       />
+      <nav class="pager">
+        {offset > 0 ? <a href={`#/redemptions?status=${status}&offset=${Math.max(0, offset - pageSize)}`}>← previous</a> : null}
+        {data !== null && data.length === pageSize ? <a href={`#/redemptions?status=${status}&offset=${offset + pageSize}`}>next →</a> : null}
+      </nav>
     </div>
   );
 }
@@ -144,7 +154,7 @@ export function RedemptionDetailPage(props: { session: Session; config: ConsoleC
           <dl>
             <dt>amount · fee</dt>
             <dd>
-              {data.amount} · {data.fee} {data.currency}
+              {money(data.amount, data.currency)} · fee {money(data.fee, data.currency)}
             </dd>
             <dt>PLC</dt>
             <dd>
