@@ -33,7 +33,7 @@ export type Op =
   | { kind: 'issue'; issuer: number; amount: number }
   | { kind: 'hop'; plc: number; copy: number; to: number; hostile: boolean }
   | { kind: 'register'; plc: number; copy: number }
-  | { kind: 'redeem'; plc: number; copy: number; route: Route; key: boolean }
+  | { kind: 'redeem'; plc: number; copy: number; route: Route; key: boolean; stale: boolean }
   | { kind: 'redeemTwice'; plc: number; copyA: number; copyB: number; routeA: Route; routeB: Route }
   | { kind: 'lostAnswer'; plc: number; copy: number; abortMs: number }
   | { kind: 'stranger'; plc: number; route: Route | 'transfer' }
@@ -319,7 +319,7 @@ export class Real {
 
   /** The end of a run: the gateway calms down, the bank pays every payout left, every workflow ends or waits legitimately. */
   async finish(model: Model): Promise<void> {
-    await this.world.stack.gateway.resetFaults();
+    await this.world.setMood({});
     const deadline = Date.now() + 90_000;
     for (;;) {
       await this.resolve(model);
@@ -451,7 +451,8 @@ function stepOf(op: Op): Step {
     case 'redeem':
       return async (model, real) => {
         const plc = at(model.data.plcs, op.plc);
-        const copy = at(plc.copies, op.copy);
+        // An honest holder redeems the copy it holds; a stale one a copy it spent already.
+        const copy = at(op.stale ? plc.copies : leafCopies(plc), op.copy);
         await redeem(model, real, plc, copy.chain, copy.holder, op.route, op.key ? randomUUID() : undefined);
       };
     case 'redeemTwice':
@@ -492,7 +493,13 @@ function stepOf(op: Op): Step {
         const body = redeemBody(copy.chain, copy.holder);
         // The first answer is lost: the client gives up after abortMs, whatever the server did.
         await real.world.request('POST', '/redeem/', body, { ...device, 'idempotency-key': key }, op.abortMs);
-        const answer = await real.world.request('POST', '/redeem/', body, { ...device, 'idempotency-key': key });
+        // The retry: while the first attempt is still being processed the key answers 409
+        // IDEMPOTENCY_REQUEST_IN_PROGRESS (docs/architecture.md), and the client asks again.
+        let answer = await real.world.request('POST', '/redeem/', body, { ...device, 'idempotency-key': key });
+        for (let i = 0; i < 300 && answer.code === 'IDEMPOTENCY_REQUEST_IN_PROGRESS'; i += 1) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          answer = await real.world.request('POST', '/redeem/', body, { ...device, 'idempotency-key': key });
+        }
         applyRedeem(model, real, plc, copy.chain, copy.holder.pubkey, answer, 'a retry after a lost answer');
         const open = await real.world.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM redemptions WHERE token_id = $1 AND status IN ('PENDING_PAYMENT', 'SETTLED')`, [plc.tokenId]);
         const want = model.data.redemptions.filter((r) => r.tokenId === plc.tokenId && r.state !== 'FAILED').length;
@@ -552,8 +559,13 @@ function stepOf(op: Op): Step {
         const open = model.pendingRedemptions().filter((r) => r.bank === null);
         if (open.length === 0) return;
         const redemption = at(open, op.redemption);
-        const transfers = (await real.world.transfersOf(redemption.id)).filter((t) => !model.data.rogueTransfers.includes(t.id));
-        const processing = transfers.filter((t) => t.status === 'BANK_PROCESSING');
+        // The payout reaches the bank a moment after the redemption opens (its activity, then the validation): the bank waits a little.
+        let processing: TransferWire[] = [];
+        await real.world.until(async () => {
+          const transfers = (await real.world.transfersOf(redemption.id)).filter((t) => !model.data.rogueTransfers.includes(t.id));
+          processing = transfers.filter((t) => t.status === 'BANK_PROCESSING');
+          return processing.length > 0;
+        }, 1_500);
         if (processing.length > 1) real.fail(`redemption ${redemption.id} has ${processing.length} transfers approved at the gateway`);
         const transfer = processing[0];
         if (transfer === undefined) return; // Not at the bank yet: the bank waits.
@@ -588,11 +600,8 @@ function stepOf(op: Op): Step {
           { duplicateWebhooks: 2, dropWebhookRate: 0.2, apiLostResponseRate: 0.1 },
         ];
         const mood = at(moods, op.mood);
-        await real.world.stack.gateway.resetFaults();
-        if (Object.keys(mood).length > 0) {
-          await real.world.stack.gateway.faults(mood);
-          real.world.stats.faults.gatewayMood = (real.world.stats.faults.gatewayMood ?? 0) + 1;
-        }
+        await real.world.setMood(mood);
+        if (Object.keys(mood).length > 0) real.world.stats.faults.gatewayMood = (real.world.stats.faults.gatewayMood ?? 0) + 1;
       };
     case 'rogue':
       return async (model, real) => {
@@ -627,7 +636,11 @@ function stepOf(op: Op): Step {
           await stack.killWorker();
           await stack.startWorker();
         } else if (op.fault === 'killApi') await stack.killApi();
-        else if (op.fault === 'killSimulator') await stack.killSimulator();
+        else if (op.fault === 'killSimulator') {
+          // A restart clears the simulator's faults (simulator/store.ts): the gateway comes back well behaved.
+          await stack.killSimulator();
+          real.world.mood = {};
+        }
         else await stack.freeze(op.fault === 'freezePostgres' ? 'postgres' : 'temporal', op.ms);
       };
   }
@@ -711,9 +724,10 @@ export function commandArbitraries(options: { faults: boolean }): fc.Arbitrary<f
     // Honest holders: hop offline, register, redeem.
     ...command(fc.record({ kind: fc.constant('hop' as const), plc: index, copy: index, to: index, hostile: fc.constant(false) }), 5),
     ...command(fc.record({ kind: fc.constant('register' as const), plc: index, copy: index }), 2),
-    ...command(fc.record({ kind: fc.constant('redeem' as const), plc: index, copy: index, route, key: fc.boolean() }), 4),
+    ...command(fc.record({ kind: fc.constant('redeem' as const), plc: index, copy: index, route, key: fc.boolean(), stale: fc.constant(false) }), 6),
     // Hostile holders and clients.
     ...command(fc.record({ kind: fc.constant('hop' as const), plc: index, copy: index, to: index, hostile: fc.constant(true) }), 1),
+    ...command(fc.record({ kind: fc.constant('redeem' as const), plc: index, copy: index, route, key: fc.boolean(), stale: fc.constant(true) }), 1),
     ...command(fc.record({ kind: fc.constant('redeemTwice' as const), plc: index, copyA: index, copyB: index, routeA: route, routeB: route }), 1),
     ...command(fc.record({ kind: fc.constant('lostAnswer' as const), plc: index, copy: index, abortMs: fc.integer({ min: 1, max: 80 }) }), 1),
     // Strangers with public data only.
@@ -723,7 +737,7 @@ export function commandArbitraries(options: { faults: boolean }): fc.Arbitrary<f
     ...command(fc.record({ kind: fc.constant('doubleIssue' as const), plc: index }), 1),
     ...command(fc.record({ kind: fc.constant('cancel' as const), plc: index }), 1),
     // The gateway, good and bad; the bank.
-    ...command(fc.record({ kind: fc.constant('bank' as const), redemption: index, ok: fc.integer({ min: 0, max: 9 }).map((n) => n < 8) }), 5),
+    ...command(fc.record({ kind: fc.constant('bank' as const), redemption: index, ok: fc.integer({ min: 0, max: 9 }).map((n) => n < 8) }), 8),
     ...command(fc.record({ kind: fc.constant('forge' as const), redemption: index, event: fc.constantFrom('TRANSFER_DONE' as const, 'TRANSFER_FAILED' as const) }), 1),
     ...command(fc.record({ kind: fc.constant('gatewayMood' as const), mood: fc.nat({ max: 4 }) }), 1),
     ...command(fc.record({ kind: fc.constant('rogue' as const), redemption: index }), 1),
