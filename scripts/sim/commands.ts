@@ -15,7 +15,8 @@ import {
   type Plc,
 } from '../../src/protocol/index.ts';
 import { workflowIds } from '../../workflows/ids.ts';
-import { bearerOf, chainRefusal, Model, newWallet, refuse, relate, type Expectation, type PlcModel, type RedemptionModel, type Wallet } from './model.ts';
+import type { Model} from './model.ts';
+import { bearerOf, chainRefusal, newWallet, refuse, relate, type Expectation, type PlcModel, type RedemptionModel, type Wallet } from './model.ts';
 import { amountText, minor, SimViolation, type Answer, type World } from './world.ts';
 
 /**
