@@ -359,7 +359,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
             signal: AbortSignal.timeout(10_000),
           });
           const text = await response.text();
-          if (response.status >= 300) throw Object.assign(new Error(`gateway ${method} ${url} answered ${response.status}: ${text.slice(0, 300)}`), { answered: true });
+          // A 5xx is the gateway's own fault (or an injected lost answer): a read or a control is asked again; a create is
+          // not (a lost answer may have created it: the caller looks for it).
+          const retryable = response.status >= 500 && !(method === 'POST' && url.startsWith('/v3/'));
+          if (response.status >= 300 && !retryable) throw Object.assign(new Error(`gateway ${method} ${url} answered ${response.status}: ${text.slice(0, 300)}`), { answered: true });
+          if (response.status >= 300) throw new Error(`gateway ${method} ${url} answered ${response.status}: ${text.slice(0, 300)}`);
           return JSON.parse(text) as unknown;
         } catch (error) {
           if ((error as { answered?: boolean }).answered === true) throw error;

@@ -70,7 +70,7 @@ function continues(y: Plc, x: Plc): boolean {
 }
 
 /** The copies no other copy continues: a copy another continues was spent by its holder, and the honest actors use the others. */
-function leafCopies(plc: PlcModel): PlcModel['copies'] {
+export function leafCopies(plc: PlcModel): PlcModel['copies'] {
   return plc.copies.filter((copy) => !plc.copies.some((other) => other !== copy && continues(other.chain, copy.chain)));
 }
 
@@ -97,6 +97,13 @@ function redeemRequest(route: Route, chain: Plc, bearer: Wallet): { path: string
 
 /** What a redeem of `chain` signed by its head's holder must do (docs/settlement.md, the open step). */
 export function expectRedeem(model: Model, plc: PlcModel, chain: Plc, bearer: string): Expectation {
+  const expected = expectRedeemOfChain(model, plc, chain, bearer);
+  // A blocked bearer is refused as such, before or after the chain's own refusals (the order is not specified).
+  if (model.isBlocked(bearer) && !expected.codes.includes('KEY_BLOCKED')) return { ...expected, ok: false, codes: [...expected.codes, 'KEY_BLOCKED'] };
+  return expected;
+}
+
+function expectRedeemOfChain(model: Model, plc: PlcModel, chain: Plc, bearer: string): Expectation {
   const byChain = chainRefusal(model, plc, chain);
   if (byChain !== null) return byChain;
   const relation = relate(plc, chain);
@@ -118,7 +125,11 @@ export function expectRedeem(model: Model, plc: PlcModel, chain: Plc, bearer: st
 /** What registering `chain` at /transfer/ must do. */
 export function expectRegister(model: Model, plc: PlcModel, chain: Plc): Expectation {
   const byChain = chainRefusal(model, plc, chain);
-  if (byChain !== null) return byChain;
+  if (byChain !== null) {
+    // A hop signed by a blocked key may be refused as such before the fork or the binding is judged.
+    const blockedSigner = chain.transferChain.some((record) => model.isBlocked(bytesToHex(record.senderPublicKey)));
+    return blockedSigner && !byChain.codes.includes('KEY_BLOCKED') ? { ...byChain, codes: [...byChain.codes, 'KEY_BLOCKED'] } : byChain;
+  }
   const relation = relate(plc, chain);
   if (relation.kind !== 'extends' || relation.added === 0) {
     // Nothing new: idempotent; a PLC that can no longer move may say so instead.
@@ -607,14 +618,24 @@ function stepOf(op: Op): Step {
     case 'rogue':
       return async (model, real) => {
         const redemption = at(model.pendingRedemptions(), op.redemption);
-        const rogue = await real.world.stack.gateway.createTransfer({
-          value: Number(redemption.amountMinor - redemption.feeMinor) / 100,
-          pixAddressKey: redemption.pixKey,
-          pixAddressKeyType: 'EMAIL',
-          description: `PLC ${redemption.tokenId}`,
-          externalReference: redemption.id,
-        });
-        model.data.rogueTransfers.push(rogue.id);
+        // Only once the service's own payout is at the gateway (its id on the redemption): every other transfer naming it is rogue.
+        const row = await real.world.pool.query<{ gateway_transfer_id: string | null }>(`SELECT gateway_transfer_id FROM redemptions WHERE id = $1`, [redemption.id]);
+        const own = row.rows[0]?.gateway_transfer_id ?? null;
+        if (own === null) return;
+        try {
+          await real.world.stack.gateway.createTransfer({
+            value: Number(redemption.amountMinor - redemption.feeMinor) / 100,
+            pixAddressKey: redemption.pixKey,
+            pixAddressKeyType: 'EMAIL',
+            description: `PLC ${redemption.tokenId}`,
+            externalReference: redemption.id,
+          });
+        } catch {
+          // The gateway lost its answer (a mood): the transfer may exist all the same; it is found below.
+        }
+        for (const transfer of await real.world.transfersOf(redemption.id)) {
+          if (transfer.id !== own && !model.data.rogueTransfers.includes(transfer.id)) model.data.rogueTransfers.push(transfer.id);
+        }
         real.world.stats.faults.rogueTransfer = (real.world.stats.faults.rogueTransfer ?? 0) + 1;
       };
     case 'audit':
@@ -752,6 +773,8 @@ export function commandArbitraries(options: { faults: boolean }): fc.Arbitrary<f
 
 /** A run's setup: two funded issuers. */
 export async function setupRun(model: Model, real: Real): Promise<void> {
+  // Each run starts with a well-behaved gateway, whatever a run before it (failed midway, say) left.
+  await real.world.setMood({});
   for (let i = 0; i < 2; i += 1) {
     const issuer = newWallet();
     await real.world.deposit(issuer.pubkey, 100_000n);

@@ -51,6 +51,17 @@ export interface SimResult {
   failure: SimFailure | null;
 }
 
+/** A failure's shape without its ids and numbers: the command's kind and what went wrong. */
+export function signature(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<id>')
+    .replace(/[0-9a-f]{16,}/g, '<key>')
+    .replace(/\d+(\.\d+)?/g, 'N')
+    .replace(/"request_id":"[^"]*"/g, '')
+    .slice(0, 200);
+}
+
 function commandsText(counterexample: unknown): string {
   const [commands] = (counterexample ?? []) as [Iterable<unknown>];
   try {
@@ -65,6 +76,8 @@ export async function runSim(options: SimOptions): Promise<SimResult> {
   options.log(`sim seed ${options.seed}: ${options.steps} steps, runs of at most ${options.runLength}, faults ${options.faults ? 'on' : 'off'}`);
   const world = await World.start({ seed: options.seed, ports: options.ports, log: options.log });
   let budget = options.steps;
+  /** The failure being shrunk (its signature), or null. */
+  let target: string | null = null;
   let run = 0;
   let lastProgress = 0;
   const progress = (): void => {
@@ -85,9 +98,15 @@ export async function runSim(options: SimOptions): Promise<SimResult> {
     world.stats.runs += 1;
     const model = new Model();
     const real = new Real(world, run);
-    await setupRun(model, real);
-    await fc.asyncModelRun(() => ({ model, real }), commands);
-    await real.finish(model);
+    try {
+      await setupRun(model, real);
+      await fc.asyncModelRun(() => ({ model, real }), commands);
+      await real.finish(model);
+    } catch (error) {
+      // While shrinking, only the failure being shrunk counts: another one (the stack's timing) is not this sequence's.
+      if (target !== null && signature(error) !== target) return;
+      throw error;
+    }
   });
 
   const base = { seed: options.seed, numRuns: Math.max(1, options.steps), endOnFailure: true, ...(options.path === undefined ? {} : { path: options.path }) };
@@ -102,6 +121,7 @@ export async function runSim(options: SimOptions): Promise<SimResult> {
       const stepsBefore = world.stats.steps;
       options.log(`VIOLATION at step ${stepsBefore} (path ${path}): ${message}`);
       budget = Number.POSITIVE_INFINITY;
+      target = signature(firstError);
       if (options.shrink) {
         options.log(`shrinking for at most ${options.shrinkMs / 1000} s`);
         const shrunk = await fc.check(property, { seed: options.seed, path, endOnFailure: false, numRuns: Math.max(1, options.steps), interruptAfterTimeLimit: options.shrinkMs });
