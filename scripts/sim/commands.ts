@@ -455,7 +455,7 @@ function stepOf(op: Op): Step {
         const plc = at(model.data.plcs, op.plc);
         const copy = at(plc.copies, op.copy);
         const expected = expectRegister(model, plc, copy.chain);
-        const answer = await real.world.request('POST', '/transfer/', { plc: plcToJson(copy.chain) }, device);
+        const answer = await real.world.send('POST', '/transfer/', { plc: plcToJson(copy.chain) }, device);
         real.judge(`register ${plc.tokenId} (${copy.chain.transferChain.length} hops)`, model, expected, answer);
         if (answer.status === 200) model.register(plc, copy.chain);
         real.touch(plc);
@@ -474,9 +474,9 @@ function stepOf(op: Op): Step {
         const b = at(plc.copies, op.copyB);
         const requestA = redeemRequest(op.routeA, a.chain, a.holder);
         const requestB = redeemRequest(op.routeB, b.chain, b.holder);
-        const [answerA, answerB] = await Promise.all([real.world.request('POST', requestA.path, requestA.body, device), real.world.request('POST', requestB.path, requestB.body, device)]);
+        const [answerA, answerB] = await Promise.all([real.world.send('POST', requestA.path, requestA.body, device), real.world.send('POST', requestB.path, requestB.body, device)]);
         // Any serialisation of the two is allowed: the model tries both orders.
-        const tries: [typeof a, Answer, typeof b, Answer][] = [
+        const tries: [typeof a, Answer & { retried: boolean }, typeof b, Answer & { retried: boolean }][] = [
           [a, answerA, b, answerB],
           [b, answerB, a, answerA],
         ];
@@ -485,8 +485,8 @@ function stepOf(op: Op): Step {
           const trial = model.clone();
           try {
             const trialPlc = trial.plc(plc.tokenId);
-            applyRedeem(trial, real, trialPlc, first.chain, first.holder.pubkey, firstAnswer, 'concurrent');
-            applyRedeem(trial, real, trialPlc, second.chain, second.holder.pubkey, secondAnswer, 'concurrent');
+            await applyRedeem(trial, real, trialPlc, first.chain, first.holder.pubkey, firstAnswer, 'concurrent');
+            await applyRedeem(trial, real, trialPlc, second.chain, second.holder.pubkey, secondAnswer, 'concurrent');
             model.data = trial.data;
             real.touch(plc, a.holder.pubkey, b.holder.pubkey);
             return;
@@ -507,12 +507,8 @@ function stepOf(op: Op): Step {
         await real.world.request('POST', '/redeem/', body, { ...device, 'idempotency-key': key }, op.abortMs);
         // The retry: while the first attempt is still being processed the key answers 409
         // IDEMPOTENCY_REQUEST_IN_PROGRESS (docs/architecture.md), and the client asks again.
-        let answer = await real.world.request('POST', '/redeem/', body, { ...device, 'idempotency-key': key });
-        for (let i = 0; i < 300 && answer.code === 'IDEMPOTENCY_REQUEST_IN_PROGRESS'; i += 1) {
-          await new Promise((resolve) => setTimeout(resolve, 100));
-          answer = await real.world.request('POST', '/redeem/', body, { ...device, 'idempotency-key': key });
-        }
-        applyRedeem(model, real, plc, copy.chain, copy.holder.pubkey, answer, 'a retry after a lost answer');
+        const answer = await real.world.send('POST', '/redeem/', body, { ...device, 'idempotency-key': key });
+        await applyRedeem(model, real, plc, copy.chain, copy.holder.pubkey, answer, 'a retry after a lost answer');
         const open = await real.world.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM redemptions WHERE token_id = $1 AND status IN ('PENDING_PAYMENT', 'SETTLED')`, [plc.tokenId]);
         const want = model.data.redemptions.filter((r) => r.tokenId === plc.tokenId && r.state !== 'FAILED').length;
         if ((open.rows[0]?.n ?? 0) > want) real.fail(`a retry after a lost answer: PLC ${plc.tokenId} has ${open.rows[0]?.n ?? 0} live redemptions, the model ${want}`);
@@ -527,8 +523,8 @@ function stepOf(op: Op): Step {
         const forged = appendTransfer(own, { senderSecretKey: stranger.keys.secretKey, recipientPublicKey: accomplice.keys.publicKey, timestampMs: now() });
         const answer =
           op.route === 'transfer'
-            ? await real.world.request('POST', '/transfer/', { plc: plcToJson(forged) }, device)
-            : await real.world.request('POST', redeemRequest(op.route, forged, accomplice).path, redeemRequest(op.route, forged, accomplice).body, device);
+            ? await real.world.send('POST', '/transfer/', { plc: plcToJson(forged) }, device)
+            : await real.world.send('POST', redeemRequest(op.route, forged, accomplice).path, redeemRequest(op.route, forged, accomplice).body, device);
         real.judge(`a stranger's own commitment for ${plc.tokenId} at ${op.route}`, model, refuse(['PLC_MISMATCH']), answer);
         real.touch(plc);
       };
@@ -538,7 +534,7 @@ function stepOf(op: Op): Step {
         // The public chain (GET /plc/{id}/chain gives it to anyone), signed by a stranger.
         const stranger = newWallet();
         const authorization = signRedeem({ tokenId: plc.tokenId, headHash: chainHeadHash(plc.registered), settlementRail: 'pix', destination: stranger.pixKey, timestampMs: now() }, stranger.keys.secretKey);
-        const answer = await real.world.request('POST', '/redeem/', { plc: plcToJson(plc.registered), authorization: redeemAuthorizationToJson(authorization) }, device);
+        const answer = await real.world.send('POST', '/redeem/', { plc: plcToJson(plc.registered), authorization: redeemAuthorizationToJson(authorization) }, device);
         real.judge(`a stranger redeeming ${plc.tokenId} with the public chain`, model, refuse(['NOT_CURRENT_BEARER', 'SIGNATURE_INVALID', 'PLC_ALREADY_REDEEMED', 'PLC_NOT_REDEEMABLE', 'PLC_NOT_TRANSFERABLE']), answer);
         // No flag: an authorisation that is not the presented head's bearer's is refused before the redemption's workflow
         // (src/plc/authorize-redemption.ts); the medium flag is for a bearer presenting a chain that moved on.
@@ -557,8 +553,15 @@ function stepOf(op: Op): Step {
       return async (model, real) => {
         const plc = at(model.data.plcs, op.plc);
         const authorization = signCancel({ tokenId: plc.tokenId, commitmentHash: plc.plc.commitmentHash, timestampMs: now() }, plc.issuer.keys.secretKey);
-        const answer = await real.world.request('POST', `/plc/${plc.tokenId}/cancel`, { authorization: cancelAuthorizationToJson(authorization) }, device);
-        const expected: Expectation = plc.state === 'ISSUED' && plc.inFlight === null ? { ok: true, codes: [] } : refuse(['PLC_NOT_CANCELLABLE']);
+        const answer = await real.world.send('POST', `/plc/${plc.tokenId}/cancel`, { authorization: cancelAuthorizationToJson(authorization) }, device);
+        const cancellable = plc.state === 'ISSUED' && plc.inFlight === null;
+        if (cancellable && answer.retried && answer.code === 'PLC_NOT_CANCELLABLE') {
+          // An earlier attempt cancelled it and its answer was lost: the PLC's status (observed after the step) says whether it did.
+          model.cancel(plc);
+          real.touch(plc);
+          return;
+        }
+        const expected: Expectation = cancellable ? { ok: true, codes: [] } : refuse(['PLC_NOT_CANCELLABLE']);
         real.judge(`cancel ${plc.tokenId} (${plc.state})`, model, expected, answer);
         if (answer.status === 200) {
           if ((answer.json as { released_amount?: string }).released_amount !== amountText(plc.amountMinor)) real.fail(`cancel ${plc.tokenId} released ${describe(answer)}`);
@@ -670,7 +673,7 @@ function stepOf(op: Op): Step {
 
 async function issue(model: Model, real: Real, issuer: Wallet, amountMinor: bigint): Promise<void> {
   const plc = createPlc({ issuerSecretKey: issuer.keys.secretKey, amountMinor, currency: 'BRL', createdAtMs: now(), ttlHours: 24, tokenId: randomUUID() });
-  const answer = await real.world.request('POST', '/plc/create', { plc: plcToJson(plc) }, device);
+  const answer = await real.world.send('POST', '/plc/create', { plc: plcToJson(plc) }, device);
   const codes: string[] = [];
   if (model.isBlocked(issuer.pubkey)) codes.push('KEY_BLOCKED');
   if (model.buckets(issuer.pubkey).available < amountMinor) codes.push('INSUFFICIENT_FUNDS');
@@ -679,7 +682,8 @@ async function issue(model: Model, real: Real, issuer: Wallet, amountMinor: bigi
   real.touchedOwners.add(issuer.pubkey);
   if (answer.status !== 200) return;
   const created = answer.json as { created: boolean; amount: string; status: string };
-  if (!created.created || created.status !== 'ISSUED' || created.amount !== amountText(amountMinor)) real.fail(`issue answered ${describe(answer)}`);
+  // created: false only when an earlier attempt, whose answer was lost, created it.
+  if ((!created.created && !answer.retried) || created.status !== 'ISSUED' || created.amount !== amountText(amountMinor)) real.fail(`issue answered ${describe(answer)}`);
   const entry: PlcModel = {
     tokenId: plc.commitment.tokenId,
     issuer,
@@ -697,14 +701,23 @@ async function issue(model: Model, real: Real, issuer: Wallet, amountMinor: bigi
 
 async function redeem(model: Model, real: Real, plc: PlcModel, chain: Plc, bearer: Wallet, route: Route, key: string | undefined): Promise<void> {
   const request = redeemRequest(route, chain, bearer);
-  const answer = await real.world.request('POST', request.path, request.body, { ...device, ...(key === undefined ? {} : { 'idempotency-key': key }) });
-  applyRedeem(model, real, plc, chain, bearer.pubkey, answer, route);
+  const answer = await real.world.send('POST', request.path, request.body, { ...device, ...(key === undefined ? {} : { 'idempotency-key': key }) });
+  await applyRedeem(model, real, plc, chain, bearer.pubkey, answer, route);
   real.touch(plc, bearer.pubkey);
 }
 
 /** Judges a redeem's answer against the model and applies it. */
-function applyRedeem(model: Model, real: Real, plc: PlcModel, chain: Plc, bearer: string, answer: Answer, what: string): void {
+async function applyRedeem(model: Model, real: Real, plc: PlcModel, chain: Plc, bearer: string, answer: Answer & { retried: boolean }, what: string): Promise<void> {
   const expected = expectRedeem(model, plc, chain, bearer);
+  if (expected.ok && answer.retried && (answer.code === 'AUTHORIZATION_REPLAYED' || answer.code === 'PLC_ALREADY_REDEEMED')) {
+    // The first attempt's answer was lost (503 or no answer) and the retry finds its work done: the
+    // redemption it opened is adopted, from the service's rows (its balances are checked after the step).
+    const rows = await real.world.pool.query<{ id: string; fee_minor: string }>(`SELECT id, fee_minor::text FROM redemptions WHERE token_id = $1 AND bearer_pubkey = $2 ORDER BY created_at DESC`, [plc.tokenId, bearer]);
+    const opened = rows.rows.find((row) => model.redemption(row.id) === undefined);
+    if (opened === undefined) real.fail(`redeem ${plc.tokenId} (${what}): the retry answered ${describe(answer)}, yet no earlier attempt opened a redemption`);
+    model.openRedemption(plc, chain, { id: opened.id, tokenId: plc.tokenId, bearer, issuer: plc.issuer.pubkey, amountMinor: plc.amountMinor, feeMinor: BigInt(opened.fee_minor), pixKey: model.wallet(bearer)?.pixKey ?? '', state: 'PENDING_PAYMENT', bank: null });
+    return;
+  }
   real.judge(`redeem ${plc.tokenId} (${what}, ${chain.transferChain.length} hops, by ${bearer.slice(0, 16)})`, model, expected, answer);
   if (answer.status !== 200) return;
   const body = answer.json as { redemption_id: string; status: string; amount: string; fee: string; bearer_pubkey: string; token_id: string };

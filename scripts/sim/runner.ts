@@ -1,5 +1,8 @@
+import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import fc from 'fast-check';
-import { commandArbitraries, Real, runtime, setupRun } from './commands.ts';
+import { commandArbitraries, Real, runtime, setupRun, SimCommand, type Op } from './commands.ts';
 import { Model } from './model.ts';
 import { World, type SimStats } from './world.ts';
 
@@ -25,6 +28,8 @@ export interface SimOptions {
   faults: boolean;
   /** Replay this fast-check path (printed with a failure) instead of running from the start. */
   path?: string | undefined;
+  /** Run exactly these operations, once, as one run (a failure's sequence, printed and written to a file with it). */
+  replay?: readonly Op[] | undefined;
   shrink: boolean;
   shrinkMs: number;
   replays: number;
@@ -38,6 +43,9 @@ export interface SimFailure {
   message: string;
   path: string;
   commands: string;
+  /** The shortest failing sequence's operations, and the file they were written to (`--replay FILE`). */
+  ops: Op[];
+  file: string;
   replay: string;
   /** How many of the replays of the shortest sequence failed. */
   replayed: { failed: number; of: number };
@@ -60,6 +68,12 @@ export function signature(error: unknown): string {
     .replace(/\d+(\.\d+)?/g, 'N')
     .replace(/"request_id":"[^"]*"/g, '')
     .slice(0, 200);
+}
+
+/** The operations of a counterexample's commands that ran, in order. */
+function opsOf(counterexample: unknown): Op[] {
+  const [commands] = (counterexample ?? [[]]) as [Iterable<{ hasRan?: boolean; cmd?: unknown }>];
+  return [...commands].filter((wrapper) => wrapper.hasRan === true && wrapper.cmd instanceof SimCommand).map((wrapper) => (wrapper.cmd as SimCommand).op);
 }
 
 function commandsText(counterexample: unknown): string {
@@ -109,38 +123,77 @@ export async function runSim(options: SimOptions): Promise<SimResult> {
     }
   });
 
+  /** One run of exactly `ops`: null when it passes, the error when it fails. */
+  const replayOnce = async (ops: readonly Op[]): Promise<unknown> => {
+    run += 1;
+    world.stats.runs += 1;
+    const model = new Model();
+    const real = new Real(world, run);
+    try {
+      await setupRun(model, real);
+      await fc.asyncModelRun(() => ({ model, real }), ops.map((op) => new SimCommand(op)));
+      await real.finish(model);
+      return null;
+    } catch (error) {
+      return error;
+    }
+  };
+
+  if (options.replay !== undefined) {
+    budget = Number.POSITIVE_INFINITY;
+    let failure: SimFailure | null = null;
+    try {
+      const error = await replayOnce(options.replay);
+      if (error !== null) {
+        const message = error instanceof Error ? error.message : String(error);
+        world.stats.violations.push(message);
+        failure = { message, path: '', commands: options.replay.map((op) => JSON.stringify(op)).join('\n'), ops: [...options.replay], file: '', replay: '', replayed: { failed: 1, of: 1 }, flaky: false };
+      }
+    } finally {
+      await world.stop();
+    }
+    return { seed: options.seed, stats: world.stats, seconds: (Date.now() - started) / 1000, failure };
+  }
+
   const base = { seed: options.seed, numRuns: Math.max(1, options.steps), endOnFailure: true, ...(options.path === undefined ? {} : { path: options.path }) };
   let failure: SimFailure | null = null;
   try {
     const details = await fc.check(property, base);
     if (details.failed && details.counterexamplePath !== null) {
       const firstError = details.errorInstance;
-      let path = details.counterexamplePath;
+      let pathText = details.counterexamplePath;
       let counterexample: unknown = details.counterexample;
       let message = firstError instanceof Error ? firstError.message : String(firstError);
       const stepsBefore = world.stats.steps;
-      options.log(`VIOLATION at step ${stepsBefore} (path ${path}): ${message}`);
+      options.log(`VIOLATION at step ${stepsBefore} (path ${pathText}): ${message}`);
       budget = Number.POSITIVE_INFINITY;
       target = signature(firstError);
       if (options.shrink) {
         options.log(`shrinking for at most ${options.shrinkMs / 1000} s`);
-        const shrunk = await fc.check(property, { seed: options.seed, path, endOnFailure: false, numRuns: Math.max(1, options.steps), interruptAfterTimeLimit: options.shrinkMs });
+        const shrunk = await fc.check(property, { seed: options.seed, path: pathText, endOnFailure: false, numRuns: Math.max(1, options.steps), interruptAfterTimeLimit: options.shrinkMs });
         if (shrunk.failed && shrunk.counterexamplePath !== null) {
-          path = shrunk.counterexamplePath;
+          pathText = shrunk.counterexamplePath;
           counterexample = shrunk.counterexample;
           message = shrunk.errorInstance instanceof Error ? shrunk.errorInstance.message : String(shrunk.errorInstance);
         }
       }
+      // The shortest sequence, replayed as it is (its operations, not fast-check's path: which commands a path runs
+      // depends on the answers, and a real stack's answers are not replayable).
+      const ops = opsOf(counterexample);
+      const file = path.join(tmpdir(), `sim-failure-${options.seed}-${Date.now()}.json`);
+      await writeFile(file, `${JSON.stringify(ops, null, 1)}\n`);
       let failed = 0;
       for (let i = 0; i < options.replays; i += 1) {
-        const replay = await fc.check(property, { seed: options.seed, path, endOnFailure: true, numRuns: Math.max(1, options.steps) });
-        if (replay.failed) failed += 1;
+        const error = await replayOnce(ops);
+        if (error !== null && signature(error) === target) failed += 1;
       }
       failure = {
         message,
-        path,
+        path: pathText,
         commands: commandsText(counterexample),
-        replay: `npm run sim -- --seed ${options.seed} --steps ${options.steps} --run-length ${options.runLength}${options.faults ? '' : ' --no-faults'} --path '${path}'`,
+        ops,
+        file,
+        replay: `npm run sim -- --seed ${options.seed} --replay ${file}   (or the generated run: --steps ${options.steps} --run-length ${options.runLength}${options.faults ? '' : ' --no-faults'} --path '${pathText}')`,
         replayed: { failed, of: options.replays },
         flaky: failed < options.replays,
       };

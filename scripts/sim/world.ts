@@ -118,6 +118,23 @@ export class World {
     }
   }
 
+  /**
+   * A request as an honest client sends it: answered 503 (a dependency timed out or is down, "retry
+   * after") or not at all, it is sent again, the same body and headers, a few times. `retried` says
+   * that an earlier attempt may have done the work, so the last answer may be "already done".
+   */
+  async send(method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer & { retried: boolean }> {
+    let answer = await this.request(method, path, body, headers);
+    let retried = false;
+    for (let attempt = 0; attempt < 10 && (answer.status === 503 || answer.status === 0 || answer.code === 'IDEMPOTENCY_REQUEST_IN_PROGRESS'); attempt += 1) {
+      const after = Number((answer.json as { details?: { retry_after_s?: unknown } } | null)?.details?.retry_after_s ?? 0.5);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(Math.max(after, 0.1), 3) * 1000));
+      answer = await this.request(method, path, body, headers);
+      retried = true;
+    }
+    return { ...answer, retried };
+  }
+
   async admin(): Promise<Record<string, string>> {
     if (this.#adminToken === null) {
       const login = await this.request('POST', '/auth/login', this.stack.admin);
