@@ -555,7 +555,7 @@ function stepOf(op: Op): Step {
         const authorization = signCancel({ tokenId: plc.tokenId, commitmentHash: plc.plc.commitmentHash, timestampMs: now() }, plc.issuer.keys.secretKey);
         const answer = await real.world.send('POST', `/plc/${plc.tokenId}/cancel`, { authorization: cancelAuthorizationToJson(authorization) }, device);
         const cancellable = plc.state === 'ISSUED' && plc.inFlight === null;
-        if (cancellable && answer.retried && answer.code === 'PLC_NOT_CANCELLABLE') {
+        if (cancellable && answer.retried && (answer.code === 'PLC_NOT_CANCELLABLE' || answer.code === 'AUTHORIZATION_REPLAYED')) {
           // An earlier attempt cancelled it and its answer was lost: the PLC's status (observed after the step) says whether it did.
           model.cancel(plc);
           real.touch(plc);

@@ -171,10 +171,12 @@ export async function runSim(options: SimOptions): Promise<SimResult> {
       if (options.shrink) {
         options.log(`shrinking for at most ${options.shrinkMs / 1000} s`);
         const shrunk = await fc.check(property, { seed: options.seed, path: pathText, endOnFailure: false, numRuns: Math.max(1, options.steps), interruptAfterTimeLimit: options.shrinkMs });
-        if (shrunk.failed && shrunk.counterexamplePath !== null) {
+        const shrunkMessage = shrunk.errorInstance instanceof Error ? shrunk.errorInstance.message : '';
+        // Kept only when it is the same failure with a sequence to show (an interrupted shrink may report neither).
+        if (shrunk.failed && shrunk.counterexamplePath !== null && opsOf(shrunk.counterexample).length > 0 && signature(shrunk.errorInstance) === target) {
           pathText = shrunk.counterexamplePath;
           counterexample = shrunk.counterexample;
-          message = shrunk.errorInstance instanceof Error ? shrunk.errorInstance.message : String(shrunk.errorInstance);
+          message = shrunkMessage;
         }
       }
       // The shortest sequence, replayed as it is (its operations, not fast-check's path: which commands a path runs
