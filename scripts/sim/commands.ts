@@ -119,7 +119,14 @@ function expectRedeemOfChain(model: Model, plc: PlcModel, chain: Plc, bearer: st
   }
   if (relation.kind === 'extends' && (relation.signers.some((signer) => model.isBlocked(signer)) || model.isBlocked(bearer))) codes.push('KEY_BLOCKED');
   if (chain.transferChain.length === 0) codes.push('PLC_NOT_REDEEMABLE');
-  return codes.length > 0 ? refuse(codes, effects) : { ok: true, codes: [] };
+  // The bank refused the in-flight payout: once the service books that, the PLC is redeemable again (timing decides).
+  const reopens = codes.every((code) => code === 'PLC_ALREADY_REDEEMED' || code === 'PLC_NOT_TRANSFERABLE') && failingInFlight(model, plc);
+  return codes.length > 0 ? { ...refuse(codes, effects), ok: reopens } : { ok: true, codes: [] };
+}
+
+/** Is the PLC's redemption in flight one whose payout the bank refused (so that it fails once booked)? */
+function failingInFlight(model: Model, plc: PlcModel): boolean {
+  return plc.inFlight !== null && plc.state !== 'REDEEMED' && model.redemption(plc.inFlight)?.bank === 'FAILED';
 }
 
 /** What registering `chain` at /transfer/ must do. */
@@ -138,7 +145,8 @@ export function expectRegister(model: Model, plc: PlcModel, chain: Plc): Expecta
   const codes: string[] = [];
   if (plc.state === 'REDEEMED' || plc.state === 'CANCELLED' || plc.inFlight !== null) codes.push('PLC_NOT_TRANSFERABLE');
   if (relation.signers.some((signer) => model.isBlocked(signer))) codes.push('KEY_BLOCKED');
-  return codes.length > 0 ? refuse(codes) : { ok: true, codes: [] };
+  const reopens = codes.every((code) => code === 'PLC_NOT_TRANSFERABLE') && failingInFlight(model, plc);
+  return codes.length > 0 ? { ...refuse(codes), ok: reopens } : { ok: true, codes: [] };
 }
 
 /** Does `answer` fit `expected`? (ok with a 200; a refusal with one of the codes; `codes` beside `ok` are refusals allowed too.) */
@@ -223,6 +231,12 @@ export class Real {
       this.touchedOwners.add(redemption.bearer);
       this.touchedOwners.add(redemption.issuer);
     }
+  }
+
+  /** A PLC the service let move on while the model had its refused payout in flight: the failure must be booked by now. */
+  async bookReopened(model: Model, plc: PlcModel, what: string): Promise<void> {
+    await this.resolve(model);
+    if (plc.inFlight !== null) this.fail(`${what} ${plc.tokenId} was accepted while its redemption ${plc.inFlight} is still PENDING_PAYMENT at the service`);
   }
 
   /** Owners and PLCs whose state waits on a bank decision the service has not booked yet. */
@@ -457,6 +471,7 @@ function stepOf(op: Op): Step {
         const expected = expectRegister(model, plc, copy.chain);
         const answer = await real.world.send('POST', '/transfer/', { plc: plcToJson(copy.chain) }, device);
         real.judge(`register ${plc.tokenId} (${copy.chain.transferChain.length} hops)`, model, expected, answer);
+        if (answer.status === 200 && relate(plc, copy.chain).kind === 'extends' && plc.inFlight !== null) await real.bookReopened(model, plc, 'register');
         if (answer.status === 200) model.register(plc, copy.chain);
         real.touch(plc);
       };
@@ -720,6 +735,7 @@ async function applyRedeem(model: Model, real: Real, plc: PlcModel, chain: Plc, 
   }
   real.judge(`redeem ${plc.tokenId} (${what}, ${chain.transferChain.length} hops, by ${bearer.slice(0, 16)})`, model, expected, answer);
   if (answer.status !== 200) return;
+  if (plc.inFlight !== null) await real.bookReopened(model, plc, 'redeem');
   const body = answer.json as { redemption_id: string; status: string; amount: string; fee: string; bearer_pubkey: string; token_id: string };
   if (body.token_id !== plc.tokenId || body.bearer_pubkey !== bearer || body.amount !== amountText(plc.amountMinor) || body.fee !== '0.00') {
     real.fail(`redeem ${plc.tokenId} answered ${describe(answer)}; the model: amount ${amountText(plc.amountMinor)}, fee 0.00 (Pix), bearer ${bearer}`);
