@@ -471,7 +471,9 @@ function stepOf(op: Op): Step {
         const expected = expectRegister(model, plc, copy.chain);
         const answer = await real.world.send('POST', '/transfer/', { plc: plcToJson(copy.chain) }, device);
         real.judge(`register ${plc.tokenId} (${copy.chain.transferChain.length} hops)`, model, expected, answer);
-        if (answer.status === 200 && relate(plc, copy.chain).kind === 'extends' && plc.inFlight !== null) await real.bookReopened(model, plc, 'register');
+        const relation = relate(plc, copy.chain);
+        // Registering a chain the service has (nothing new) is idempotent, in flight or not; a new hop must wait for the booked failure.
+        if (answer.status === 200 && relation.kind === 'extends' && relation.added > 0 && plc.inFlight !== null) await real.bookReopened(model, plc, 'register');
         if (answer.status === 200) model.register(plc, copy.chain);
         real.touch(plc);
       };
