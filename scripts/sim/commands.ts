@@ -731,7 +731,16 @@ async function applyRedeem(model: Model, real: Real, plc: PlcModel, chain: Plc, 
     // redemption it opened is adopted, from the service's rows (its balances are checked after the step).
     const rows = await real.world.pool.query<{ id: string; fee_minor: string }>(`SELECT id, fee_minor::text FROM redemptions WHERE token_id = $1 AND bearer_pubkey = $2 ORDER BY created_at DESC`, [plc.tokenId, bearer]);
     const opened = rows.rows.find((row) => model.redemption(row.id) === undefined);
-    if (opened === undefined) real.fail(`redeem ${plc.tokenId} (${what}): the retry answered ${describe(answer)}, yet no earlier attempt opened a redemption`);
+    if (opened === undefined) {
+      // The evidence: every redemption of the PLC, now and a moment later (an opening still committing shows up then).
+      const seen = async () =>
+        (await real.world.pool.query<{ id: string; bearer_pubkey: string; status: string }>(`SELECT id, bearer_pubkey, status FROM redemptions WHERE token_id = $1`, [plc.tokenId])).rows
+          .map((row) => `${row.id} ${row.bearer_pubkey.slice(0, 16)} ${row.status}`)
+          .join(', ');
+      const now = await seen();
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      real.fail(`redeem ${plc.tokenId} (${what}): the retry answered ${describe(answer)}, yet no earlier attempt opened a redemption (the PLC's redemptions: [${now}]; 3 s later: [${await seen()}])`);
+    }
     model.openRedemption(plc, chain, { id: opened.id, tokenId: plc.tokenId, bearer, issuer: plc.issuer.pubkey, amountMinor: plc.amountMinor, feeMinor: BigInt(opened.fee_minor), pixKey: model.wallet(bearer)?.pixKey ?? '', state: 'PENDING_PAYMENT', bank: null });
     return;
   }
