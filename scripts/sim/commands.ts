@@ -731,6 +731,12 @@ async function applyRedeem(model: Model, real: Real, plc: PlcModel, chain: Plc, 
     // redemption it opened is adopted, from the service's rows (its balances are checked after the step).
     const rows = await real.world.pool.query<{ id: string; fee_minor: string }>(`SELECT id, fee_minor::text FROM redemptions WHERE token_id = $1 AND bearer_pubkey = $2 ORDER BY created_at DESC`, [plc.tokenId, bearer]);
     const opened = rows.rows.find((row) => model.redemption(row.id) === undefined);
+    if (opened === undefined && expected.codes.includes(answer.code ?? '')) {
+      // Nothing opened, and the refusal is one the model allows (the bank refused the payout in flight, and the service
+      // had not booked that failure when it answered): judged as a refusal.
+      real.judge(`redeem ${plc.tokenId} (${what})`, model, expected, answer);
+      return;
+    }
     if (opened === undefined) {
       // The evidence: every redemption of the PLC, now and a moment later (an opening still committing shows up then).
       const seen = async () =>
