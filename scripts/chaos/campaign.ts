@@ -114,6 +114,108 @@ function emptyStats(): PartStats {
   return { requests: 0, ok: 0, refused: 0, errors: 0, faults: 0, violations: [], statuses: {}, failures: [] };
 }
 
+/** What the invariants read: the service's database and Temporal, the gateway's transfers, the admin API. */
+export interface InvariantContext {
+  pool: Pool;
+  temporal: Client;
+  /** Every transfer the gateway holds. */
+  transfers: readonly TransferWire[];
+  /** The gateway's validation log (diagnostics for a stuck redemption), when it can be read. */
+  validations?: () => readonly { transferId: string; attempt: number; outcome: string; httpStatus?: number | null; error?: string | null }[];
+  adminRequest: (method: 'GET' | 'POST', path: string) => Promise<{ status: number; json: unknown }>;
+}
+
+/**
+ * Invariants 1 to 5 (above) across the service and the gateway, as the chaos campaign checks them
+ * after each part and the simulation (scripts/sim) every few steps.
+ */
+export async function checkInvariants(context: InvariantContext, part: string): Promise<string[]> {
+  const violations: string[] = [];
+  const plcs = await context.pool.query<{ token_id: string; status: string; in_flight: boolean }>(
+    `SELECT p.token_id, p.status,
+            EXISTS (SELECT 1 FROM redemptions r WHERE r.token_id = p.token_id AND r.status = 'PENDING_PAYMENT') AS in_flight
+       FROM plcs p`,
+  );
+  const done = new Map<string, string[]>();
+  for (const transfer of context.transfers) {
+    if (transfer.status !== 'DONE') continue;
+    const token = /^PLC ([0-9a-f-]{36})$/.exec(transfer.description ?? '')?.[1];
+    if (token === undefined) {
+      violations.push(`${part}: DONE transfer ${transfer.id} is no PLC's payout (${transfer.description ?? 'no description'})`);
+      continue;
+    }
+    done.set(token, [...(done.get(token) ?? []), transfer.id]);
+  }
+  const known = new Set<string>();
+  for (const plc of plcs.rows) {
+    known.add(plc.token_id);
+    const paid = done.get(plc.token_id) ?? [];
+    if (paid.length > 1) violations.push(`${part}: PLC ${plc.token_id} (${plc.status}) paid out ${paid.length} times: ${paid.join(', ')}`);
+    else if (plc.status === 'REDEEMED' && paid.length !== 1) violations.push(`${part}: PLC ${plc.token_id} REDEEMED with ${paid.length} DONE transfers`);
+    else if (plc.status !== 'REDEEMED' && paid.length === 1 && !plc.in_flight) {
+      violations.push(`${part}: PLC ${plc.token_id} is ${plc.status}, yet its transfer ${paid[0] ?? ''} is DONE`);
+    }
+  }
+  for (const token of done.keys()) if (!known.has(token)) violations.push(`${part}: DONE transfers for an unknown PLC ${token}`);
+
+  // Issue 32: every payout is the registered amount less the fee priced on it, to a key that held
+  // the PLC, and every settled redemption names the one transfer that paid it.
+  const settled = await context.pool.query<{ id: string; token_id: string; gateway_transfer_id: string | null; payout_minor: string; holder: boolean }>(
+    `SELECT r.id, r.token_id, r.gateway_transfer_id, (p.amount_minor - r.fee_minor)::text AS payout_minor,
+            EXISTS (SELECT 1 FROM plc_transfers t WHERE t.token_id = r.token_id AND t.recipient_pubkey = r.bearer_pubkey) AS holder
+       FROM redemptions r JOIN plcs p ON p.token_id = r.token_id WHERE r.status = 'SETTLED'`,
+  );
+  const byId = new Map(context.transfers.map((t) => [t.id, t]));
+  for (const row of settled.rows) {
+    if (!row.holder) violations.push(`${part}: redemption ${row.id} paid ${row.token_id} to a key that never held it`);
+    if (row.gateway_transfer_id === null) {
+      violations.push(`${part}: redemption ${row.id} SETTLED without the id of the transfer that paid it`);
+      continue;
+    }
+    const transfer = byId.get(row.gateway_transfer_id);
+    if (transfer === undefined || transfer.status !== 'DONE') violations.push(`${part}: redemption ${row.id} SETTLED by transfer ${row.gateway_transfer_id}, which is ${transfer?.status ?? 'unknown'} at the gateway`);
+    else if (Math.round(Number(transfer.value) * 100).toString() !== row.payout_minor) {
+      violations.push(`${part}: redemption ${row.id} paid ${String(transfer.value)}, not its registered amount less its fee (${row.payout_minor} minor units)`);
+    }
+  }
+
+  for (const violation of await findViolations(context.pool)) violations.push(`${part}: ledger: ${violation.kind} ${violation.subject} ${violation.detail}`);
+
+  const pending = await context.pool.query<{ id: string; gateway_transfer_id: string | null }>(
+    `SELECT id, gateway_transfer_id FROM redemptions WHERE status = 'PENDING_PAYMENT'`,
+  );
+  for (const row of pending.rows) {
+    try {
+      const description = await context.temporal.workflow.getHandle(workflowIds.redemption(row.id)).describe();
+      if (description.status.name !== 'RUNNING') {
+        const handle = context.temporal.workflow.getHandle(workflowIds.redemption(row.id));
+        const result = description.status.name === 'COMPLETED' ? JSON.stringify(await handle.result()).slice(0, 300) : '';
+        const history = await handle.fetchHistory();
+        const events = eventTypeNames(history).join(' ');
+        const gateway = context.transfers.filter((t) => t.externalReference === row.id).map((t) => `${t.id} ${t.status} ${t.failReason ?? ''}`);
+        const validations = (context.validations?.() ?? []).filter((v) => gateway.some((g) => g.startsWith(v.transferId)))
+          .map((v) => `${v.attempt}:${v.outcome}:${v.httpStatus ?? v.error ?? ''}`);
+        violations.push(
+          `${part}: redemption ${row.id} PENDING_PAYMENT (transfer ${row.gateway_transfer_id ?? 'none'}), its workflow ${description.status.name} ${result}; ` +
+            `gateway: ${gateway.join(', ') || 'no transfer'}; validations: ${validations.join(' ') || 'none'}; history: ${events.slice(0, 1500)}`,
+        );
+      }
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+      violations.push(`${part}: redemption ${row.id} PENDING_PAYMENT without a workflow`);
+    }
+  }
+
+  const audit = await context.adminRequest('POST', '/admin/reconcile/gateway-audit');
+  if (audit.status !== 200) violations.push(`${part}: the gateway audit answered ${audit.status}: ${JSON.stringify(audit.json).slice(0, 300)}`);
+  else {
+    const report = audit.json as { complete: boolean; counts: { items: number }; items: { key: string; detail: string }[] };
+    if (!report.complete) violations.push(`${part}: the gateway audit did not complete`);
+    for (const item of report.items) violations.push(`${part}: the gateway audit found ${item.key}: ${item.detail}`);
+  }
+  return violations;
+}
+
 class Campaign {
   readonly stack: Stack;
   readonly rng: Rng;
@@ -341,92 +443,17 @@ class Campaign {
   }
 
   async checkInvariants(part: string): Promise<string[]> {
-    const violations: string[] = [];
-    const plcs = await this.pool.query<{ token_id: string; status: string; in_flight: boolean }>(
-      `SELECT p.token_id, p.status,
-              EXISTS (SELECT 1 FROM redemptions r WHERE r.token_id = p.token_id AND r.status = 'PENDING_PAYMENT') AS in_flight
-         FROM plcs p`,
+    const transfers = this.transfers();
+    return checkInvariants(
+      {
+        pool: this.pool,
+        temporal: this.temporal,
+        transfers,
+        validations: () => this.stack.simulator.state.snapshot(2000).validations,
+        adminRequest: (method, path) => this.adminRequest(method, path),
+      },
+      part,
     );
-    const done = new Map<string, string[]>();
-    for (const transfer of this.transfers()) {
-      if (transfer.status !== 'DONE') continue;
-      const token = /^PLC ([0-9a-f-]{36})$/.exec(transfer.description ?? '')?.[1];
-      if (token === undefined) {
-        violations.push(`${part}: DONE transfer ${transfer.id} is no PLC's payout (${transfer.description ?? 'no description'})`);
-        continue;
-      }
-      done.set(token, [...(done.get(token) ?? []), transfer.id]);
-    }
-    const known = new Set<string>();
-    for (const plc of plcs.rows) {
-      known.add(plc.token_id);
-      const paid = done.get(plc.token_id) ?? [];
-      if (paid.length > 1) violations.push(`${part}: PLC ${plc.token_id} (${plc.status}) paid out ${paid.length} times: ${paid.join(', ')}`);
-      else if (plc.status === 'REDEEMED' && paid.length !== 1) violations.push(`${part}: PLC ${plc.token_id} REDEEMED with ${paid.length} DONE transfers`);
-      else if (plc.status !== 'REDEEMED' && paid.length === 1 && !plc.in_flight) {
-        violations.push(`${part}: PLC ${plc.token_id} is ${plc.status}, yet its transfer ${paid[0] ?? ''} is DONE`);
-      }
-    }
-    for (const token of done.keys()) if (!known.has(token)) violations.push(`${part}: DONE transfers for an unknown PLC ${token}`);
-
-    // Issue 32: every payout is the registered amount less the fee priced on it, to a key that held
-    // the PLC, and every settled redemption names the one transfer that paid it.
-    const settled = await this.pool.query<{ id: string; token_id: string; gateway_transfer_id: string | null; payout_minor: string; holder: boolean }>(
-      `SELECT r.id, r.token_id, r.gateway_transfer_id, (p.amount_minor - r.fee_minor)::text AS payout_minor,
-              EXISTS (SELECT 1 FROM plc_transfers t WHERE t.token_id = r.token_id AND t.recipient_pubkey = r.bearer_pubkey) AS holder
-         FROM redemptions r JOIN plcs p ON p.token_id = r.token_id WHERE r.status = 'SETTLED'`,
-    );
-    const byId = new Map(this.transfers().map((t) => [t.id, t]));
-    for (const row of settled.rows) {
-      if (!row.holder) violations.push(`${part}: redemption ${row.id} paid ${row.token_id} to a key that never held it`);
-      if (row.gateway_transfer_id === null) {
-        violations.push(`${part}: redemption ${row.id} SETTLED without the id of the transfer that paid it`);
-        continue;
-      }
-      const transfer = byId.get(row.gateway_transfer_id);
-      if (transfer === undefined || transfer.status !== 'DONE') violations.push(`${part}: redemption ${row.id} SETTLED by transfer ${row.gateway_transfer_id}, which is ${transfer?.status ?? 'unknown'} at the gateway`);
-      else if (Math.round(Number(transfer.value) * 100).toString() !== row.payout_minor) {
-        violations.push(`${part}: redemption ${row.id} paid ${String(transfer.value)}, not its registered amount less its fee (${row.payout_minor} minor units)`);
-      }
-    }
-
-    for (const violation of await findViolations(this.pool)) violations.push(`${part}: ledger: ${violation.kind} ${violation.subject} ${violation.detail}`);
-
-    const pending = await this.pool.query<{ id: string; gateway_transfer_id: string | null }>(
-      `SELECT id, gateway_transfer_id FROM redemptions WHERE status = 'PENDING_PAYMENT'`,
-    );
-    for (const row of pending.rows) {
-      try {
-        const description = await this.temporal.workflow.getHandle(workflowIds.redemption(row.id)).describe();
-        if (description.status.name !== 'RUNNING') {
-          const handle = this.temporal.workflow.getHandle(workflowIds.redemption(row.id));
-          const result = description.status.name === 'COMPLETED' ? JSON.stringify(await handle.result()).slice(0, 300) : '';
-          const history = await handle.fetchHistory();
-          const events = eventTypeNames(history).join(' ');
-          const gateway = this.transfers().filter((t) => t.externalReference === row.id).map((t) => `${t.id} ${t.status} ${t.failReason ?? ''}`);
-          const validations = this.stack.simulator.state
-            .snapshot(2000)
-            .validations.filter((v) => gateway.some((g) => g.startsWith(v.transferId)))
-            .map((v) => `${v.attempt}:${v.outcome}:${v.httpStatus ?? v.error ?? ''}`);
-          violations.push(
-            `${part}: redemption ${row.id} PENDING_PAYMENT (transfer ${row.gateway_transfer_id ?? 'none'}), its workflow ${description.status.name} ${result}; ` +
-              `gateway: ${gateway.join(', ') || 'no transfer'}; validations: ${validations.join(' ') || 'none'}; history: ${events.slice(0, 1500)}`,
-          );
-        }
-      } catch (error) {
-        if (!(error instanceof WorkflowNotFoundError)) throw error;
-        violations.push(`${part}: redemption ${row.id} PENDING_PAYMENT without a workflow`);
-      }
-    }
-
-    const audit = await this.adminRequest('POST', '/admin/reconcile/gateway-audit');
-    if (audit.status !== 200) violations.push(`${part}: the gateway audit answered ${audit.status}: ${JSON.stringify(audit.json).slice(0, 300)}`);
-    else {
-      const report = audit.json as { complete: boolean; counts: { items: number }; items: { key: string; detail: string }[] };
-      if (!report.complete) violations.push(`${part}: the gateway audit did not complete`);
-      for (const item of report.items) violations.push(`${part}: the gateway audit found ${item.key}: ${item.detail}`);
-    }
-    return violations;
   }
 
   // -------------------------------------------------------------------------------------------

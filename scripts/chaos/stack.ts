@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { startEmbeddedPostgres, templateDirFor, type EmbeddedDatabase, type EmbeddedPostgresOptions } from '../../infra/embedded-postgres.ts';
 import { resolveTemporalCli, toolsCacheDir } from '../../infra/temporal-cli.ts';
 import { freePort, startTemporalDevServer, type DevServer } from '../../infra/temporal-dev-server.ts';
+import type { TransferWire } from '../../gateway/wire.ts';
 import { createSimulator, type Simulator } from '../../simulator/app.ts';
 import { workerPreloadUrl } from '../../worker/workflow-thread-guard.ts';
 
@@ -30,6 +31,25 @@ export interface StackOptions {
   ports: number | 'free';
   seed: number;
   log: (line: string) => void;
+  /**
+   * Where the gateway simulator runs: in this process (the chaos campaign: it reaches into the
+   * simulator's state), or as a child process with its state in a SQLite file (the simulation,
+   * scripts/sim: it SIGKILLs the gateway too and drives it through its HTTP controls, `gateway`).
+   */
+  simulatorMode?: 'in-process' | 'process';
+}
+
+/** The gateway as the outside world sees it (its API and its /sim controls, over HTTP): both simulator modes. */
+export interface GatewayControl {
+  /** Every transfer the gateway holds, oldest first (its API, a page of 100 at a time). */
+  transfers(filter?: { externalReference?: string }): Promise<TransferWire[]>;
+  /** The bank pays out (DONE) or refuses (FAILED) a transfer in BANK_PROCESSING. */
+  complete(id: string): Promise<TransferWire>;
+  fail(id: string, reason: string): Promise<TransferWire>;
+  /** A transfer made by anyone holding the gateway's API key (a rogue one, say). */
+  createTransfer(body: { value: number; pixAddressKey: string; pixAddressKeyType: string; description: string; externalReference: string }): Promise<TransferWire>;
+  faults(patch: Record<string, unknown>): Promise<void>;
+  resetFaults(): Promise<void>;
 }
 
 export interface Ports {
@@ -51,13 +71,20 @@ export interface Stack {
   apiUrl: string;
   databaseUrl: string;
   temporalAddress: string;
+  /** The in-process simulator (mode 'in-process'); reading it in mode 'process' throws. */
   simulator: Simulator;
+  simulatorUrl: string;
+  gateway: GatewayControl;
   webhookToken: string;
   admin: { username: string; password: string };
   taskQueue: string;
   /** SIGKILL the worker, as a crash would; `startWorker` brings one back. */
   killWorker(): Promise<void>;
   startWorker(): Promise<void>;
+  /** SIGKILL the API alone and start it again (the worker, Temporal and PostgreSQL keep running). */
+  killApi(): Promise<void>;
+  /** SIGKILL the gateway simulator (mode 'process' only) and start it again on its state file. */
+  killSimulator(): Promise<void>;
   /** SIGKILL the API, the worker, Temporal and every PostgreSQL process at once, then start them again on the same data. */
   killAll(): Promise<void>;
   /** SIGSTOP every process of a dependency, and SIGCONT them after `ms`. */
@@ -172,7 +199,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     let temporal: DevServer = await startTemporalDevServer(temporalOptions);
     cleanups.unshift(async () => temporal.stop());
 
-    const simulator = await createSimulator({
+    const simulatorSettings = {
       host: '127.0.0.1',
       port: ports.simulator,
       apiKey: 'chaos-gateway-key',
@@ -188,10 +215,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       // The campaign is the bank: it completes or fails each payout itself (campaign.ts).
       autoSettle: false,
       seed: options.seed,
-      logger: false,
-    });
-    const simulatorUrl = await simulator.listen();
-    cleanups.unshift(async () => simulator.close());
+    };
+    const simulatorMode = options.simulatorMode ?? 'in-process';
+    let inProcess: Simulator | null = null;
+    const simulatorUrl = `http://127.0.0.1:${ports.simulator}`;
+    if (simulatorMode === 'in-process') {
+      inProcess = await createSimulator({ ...simulatorSettings, logger: false });
+      await inProcess.listen();
+      const started = inProcess;
+      cleanups.unshift(async () => started.close());
+    }
 
     const env: Record<string, string> = {
       ...(process.env as Record<string, string>),
@@ -276,15 +309,108 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       await waitGone(pids, 10_000);
     };
 
+    // The simulator as a process: its state in a SQLite file, so a SIGKILL loses nothing it answered.
+    const simulatorEnv: Record<string, string> = {
+      SIMULATOR_HOST: simulatorSettings.host,
+      SIMULATOR_PORT: String(simulatorSettings.port),
+      SIMULATOR_API_KEY: simulatorSettings.apiKey,
+      SIMULATOR_LOG_LEVEL: 'warn',
+      SIMULATOR_WEBHOOK_URL: simulatorSettings.webhookUrl,
+      SIMULATOR_VALIDATION_URL: simulatorSettings.validationUrl,
+      SIMULATOR_WEBHOOK_TOKEN: simulatorSettings.webhookToken,
+      SIMULATOR_VALIDATION_DELAY_MS: String(simulatorSettings.validationDelayMs),
+      SIMULATOR_WEBHOOK_RETRY_BASE_MS: String(simulatorSettings.webhookRetryBaseMs),
+      SIMULATOR_WEBHOOK_RETRY_MAX_MS: String(simulatorSettings.webhookRetryMaxMs),
+      SIMULATOR_WEBHOOK_INTERRUPT_AFTER: String(simulatorSettings.webhookInterruptAfterFailures),
+      SIMULATOR_WEBHOOK_TIMEOUT_MS: String(simulatorSettings.webhookTimeoutMs),
+      SIMULATOR_AUTO_SETTLE: 'false',
+      SIMULATOR_SEED: String(simulatorSettings.seed),
+      SIMULATOR_STATE_FILE: path.join(dataDir, 'simulator.sqlite'),
+    };
+    const startSimulatorProcess = async (): Promise<void> => {
+      const simulatorChild = spawnChild('simulator', 'simulator/main.ts', [], simulatorEnv);
+      await waitFor(
+        async () => {
+          if (simulatorChild.process.exitCode !== null) throw new Error(`the simulator exited:\n${simulatorChild.output()}`);
+          try {
+            return (await fetch(`${simulatorUrl}/sim/faults`, { signal: AbortSignal.timeout(2000) })).status === 200;
+          } catch {
+            return false;
+          }
+        },
+        60_000,
+        'the simulator was not ready',
+      );
+    };
+
+    if (simulatorMode === 'process') await startSimulatorProcess();
     await startApi();
     await startWorker();
+
+    const gatewayCall = async (method: string, url: string, body?: unknown): Promise<unknown> => {
+      // The gateway may be down for a moment (killSimulator restarts it): a few tries, bounded.
+      let lastError: unknown = null;
+      for (let attempt = 0; attempt < 50; attempt += 1) {
+        try {
+          const response = await fetch(`${simulatorUrl}${url}`, {
+            method,
+            headers: { access_token: simulatorSettings.apiKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+            ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+            signal: AbortSignal.timeout(10_000),
+          });
+          const text = await response.text();
+          // A 5xx is the gateway's own fault (or an injected lost answer): a read or a control is asked again; a create is
+          // not (a lost answer may have created it: the caller looks for it).
+          const retryable = response.status >= 500 && !(method === 'POST' && url.startsWith('/v3/'));
+          if (response.status >= 300 && !retryable) throw Object.assign(new Error(`gateway ${method} ${url} answered ${response.status}: ${text.slice(0, 300)}`), { answered: true });
+          if (response.status >= 300) throw new Error(`gateway ${method} ${url} answered ${response.status}: ${text.slice(0, 300)}`);
+          return JSON.parse(text) as unknown;
+        } catch (error) {
+          if ((error as { answered?: boolean }).answered === true) throw error;
+          lastError = error;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      }
+      throw new Error(`the gateway did not answer ${method} ${url}: ${String(lastError)}`);
+    };
+    const gateway: GatewayControl = {
+      async transfers(filter = {}) {
+        const all: TransferWire[] = [];
+        for (let offset = 0; ; offset += 100) {
+          const query = new URLSearchParams({ limit: '100', offset: String(offset), ...(filter.externalReference === undefined ? {} : { externalReference: filter.externalReference }) });
+          const page = (await gatewayCall('GET', `/v3/transfers?${query.toString()}`)) as { data: TransferWire[]; hasMore: boolean };
+          all.push(...page.data);
+          if (!page.hasMore) return all;
+        }
+      },
+      async complete(id) {
+        return ((await gatewayCall('POST', `/sim/transfers/${id}/complete`, {})) as { transfer: TransferWire }).transfer;
+      },
+      async fail(id, reason) {
+        return ((await gatewayCall('POST', `/sim/transfers/${id}/fail`, { reason })) as { transfer: TransferWire }).transfer;
+      },
+      async createTransfer(body) {
+        return (await gatewayCall('POST', '/v3/transfers', body)) as TransferWire;
+      },
+      async faults(patch) {
+        await gatewayCall('POST', '/sim/faults', patch);
+      },
+      async resetFaults() {
+        await gatewayCall('DELETE', '/sim/faults');
+      },
+    };
 
     return {
       ports,
       apiUrl,
       databaseUrl: database.databaseUrl,
       temporalAddress: temporal.address,
-      simulator,
+      get simulator(): Simulator {
+        if (inProcess === null) throw new Error('the simulator runs as a process: use stack.gateway');
+        return inProcess;
+      },
+      simulatorUrl,
+      gateway,
       webhookToken,
       admin,
       taskQueue,
@@ -292,6 +418,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         await kill(['worker']);
       },
       startWorker,
+      async killApi() {
+        await kill(['api']);
+        await startApi();
+      },
+      async killSimulator() {
+        if (simulatorMode !== 'process') throw new Error('the in-process simulator cannot be killed: start the stack with simulatorMode process');
+        await kill(['simulator']);
+        await startSimulatorProcess();
+      },
       async killAll() {
         const postgresTree = await processTree(database.pid);
         const temporalPid = temporal.process.pid;
