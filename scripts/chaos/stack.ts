@@ -347,58 +347,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await startApi();
     await startWorker();
 
-    const gatewayCall = async (method: string, url: string, body?: unknown): Promise<unknown> => {
-      // The gateway may be down for a moment (killSimulator restarts it): a few tries, bounded.
-      let lastError: unknown = null;
-      for (let attempt = 0; attempt < 50; attempt += 1) {
-        try {
-          const response = await fetch(`${simulatorUrl}${url}`, {
-            method,
-            headers: { access_token: simulatorSettings.apiKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-            ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-            signal: AbortSignal.timeout(10_000),
-          });
-          const text = await response.text();
-          // A 5xx is the gateway's own fault (or an injected lost answer): a read or a control is asked again; a create is
-          // not (a lost answer may have created it: the caller looks for it).
-          const retryable = response.status >= 500 && !(method === 'POST' && url.startsWith('/v3/'));
-          if (response.status >= 300 && !retryable) throw Object.assign(new Error(`gateway ${method} ${url} answered ${response.status}: ${text.slice(0, 300)}`), { answered: true });
-          if (response.status >= 300) throw new Error(`gateway ${method} ${url} answered ${response.status}: ${text.slice(0, 300)}`);
-          return JSON.parse(text) as unknown;
-        } catch (error) {
-          if ((error as { answered?: boolean }).answered === true) throw error;
-          lastError = error;
-          await new Promise((resolve) => setTimeout(resolve, 200));
-        }
-      }
-      throw new Error(`the gateway did not answer ${method} ${url}: ${String(lastError)}`);
-    };
-    const gateway: GatewayControl = {
-      async transfers(filter = {}) {
-        const all: TransferWire[] = [];
-        for (let offset = 0; ; offset += 100) {
-          const query = new URLSearchParams({ limit: '100', offset: String(offset), ...(filter.externalReference === undefined ? {} : { externalReference: filter.externalReference }) });
-          const page = (await gatewayCall('GET', `/v3/transfers?${query.toString()}`)) as { data: TransferWire[]; hasMore: boolean };
-          all.push(...page.data);
-          if (!page.hasMore) return all;
-        }
-      },
-      async complete(id) {
-        return ((await gatewayCall('POST', `/sim/transfers/${id}/complete`, {})) as { transfer: TransferWire }).transfer;
-      },
-      async fail(id, reason) {
-        return ((await gatewayCall('POST', `/sim/transfers/${id}/fail`, { reason })) as { transfer: TransferWire }).transfer;
-      },
-      async createTransfer(body) {
-        return (await gatewayCall('POST', '/v3/transfers', body)) as TransferWire;
-      },
-      async faults(patch) {
-        await gatewayCall('POST', '/sim/faults', patch);
-      },
-      async resetFaults() {
-        await gatewayCall('DELETE', '/sim/faults');
-      },
-    };
+    const gateway = gatewayControl(simulatorUrl, simulatorSettings.apiKey);
 
     return {
       ports,
@@ -467,4 +416,64 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     process.removeListener('exit', killChildren);
     throw error;
   }
+}
+
+/**
+ * The gateway's HTTP controls (its API and its /sim routes) at `simulatorUrl`, with its API key: what
+ * a stack's `gateway` is, for a simulator in this process or in its own (and for a test that runs a
+ * stack of its own, such as the cluster's).
+ */
+export function gatewayControl(simulatorUrl: string, apiKey: string): GatewayControl {
+  const gatewayCall = async (method: string, url: string, body?: unknown): Promise<unknown> => {
+    // The gateway may be down for a moment (killSimulator restarts it): a few tries, bounded.
+    let lastError: unknown = null;
+    for (let attempt = 0; attempt < 50; attempt += 1) {
+      try {
+        const response = await fetch(`${simulatorUrl}${url}`, {
+          method,
+          headers: { access_token: apiKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          signal: AbortSignal.timeout(10_000),
+        });
+        const text = await response.text();
+        // A 5xx is the gateway's own fault (or an injected lost answer): a read or a control is asked again; a create is
+        // not (a lost answer may have created it: the caller looks for it).
+        const retryable = response.status >= 500 && !(method === 'POST' && url.startsWith('/v3/'));
+        if (response.status >= 300 && !retryable) throw Object.assign(new Error(`gateway ${method} ${url} answered ${response.status}: ${text.slice(0, 300)}`), { answered: true });
+        if (response.status >= 300) throw new Error(`gateway ${method} ${url} answered ${response.status}: ${text.slice(0, 300)}`);
+        return JSON.parse(text) as unknown;
+      } catch (error) {
+        if ((error as { answered?: boolean }).answered === true) throw error;
+        lastError = error;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+    throw new Error(`the gateway did not answer ${method} ${url}: ${String(lastError)}`);
+  };
+  return {
+    async transfers(filter = {}) {
+      const all: TransferWire[] = [];
+      for (let offset = 0; ; offset += 100) {
+        const query = new URLSearchParams({ limit: '100', offset: String(offset), ...(filter.externalReference === undefined ? {} : { externalReference: filter.externalReference }) });
+        const page = (await gatewayCall('GET', `/v3/transfers?${query.toString()}`)) as { data: TransferWire[]; hasMore: boolean };
+        all.push(...page.data);
+        if (!page.hasMore) return all;
+      }
+    },
+    async complete(id) {
+      return ((await gatewayCall('POST', `/sim/transfers/${id}/complete`, {})) as { transfer: TransferWire }).transfer;
+    },
+    async fail(id, reason) {
+      return ((await gatewayCall('POST', `/sim/transfers/${id}/fail`, { reason })) as { transfer: TransferWire }).transfer;
+    },
+    async createTransfer(body) {
+      return (await gatewayCall('POST', '/v3/transfers', body)) as TransferWire;
+    },
+    async faults(patch) {
+      await gatewayCall('POST', '/sim/faults', patch);
+    },
+    async resetFaults() {
+      await gatewayCall('DELETE', '/sim/faults');
+    },
+  };
 }

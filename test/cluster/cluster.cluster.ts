@@ -12,7 +12,7 @@ import { stateFileName, type DevState } from '../../infra/dev-state.ts';
 import { isAlive } from '../../infra/pids.ts';
 import { freePort } from '../../infra/temporal-dev-server.ts';
 import { runChaos } from '../../scripts/chaos/campaign.ts';
-import type { Stack } from '../../scripts/chaos/stack.ts';
+import { gatewayControl, type Stack } from '../../scripts/chaos/stack.ts';
 import { createSimulator, type Simulator } from '../../simulator/app.ts';
 import { plcToJson, type Plc } from '../../src/protocol/index.ts';
 import { bankSlipLine, boletoRedeemBody, feeConsentBody, redeemBody } from '../support/settlement.ts';
@@ -304,6 +304,8 @@ describe('npm run start:cluster', () => {
       databaseUrl: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${ports.postgres}/settlement`,
       temporalAddress: `127.0.0.1:${ports.frontend}`,
       simulator: sim(),
+      simulatorUrl: sim().url ?? '',
+      gateway: gatewayControl(sim().url ?? '', gatewayKey),
       webhookToken,
       admin,
       taskQueue: 'settlement',
@@ -319,6 +321,8 @@ describe('npm run start:cluster', () => {
         }, 60_000);
       },
       killAll: () => Promise.reject(new Error('not run against the cluster')),
+      killApi: () => Promise.reject(new Error('not run against the cluster: the test kills a replica itself')),
+      killSimulator: () => Promise.reject(new Error('not run against the cluster: its simulator runs in the test')),
       freeze: () => Promise.reject(new Error('not run against the cluster')),
       stop: async () => {},
     };
