@@ -361,15 +361,32 @@ export class Real {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     await this.checkpoint(model, `run ${this.run} end`);
-    // Every PLC workflow: ended for a REDEEMED or CANCELLED PLC, waiting for its expiry otherwise.
+    // A PLC has no workflow of its own (issue 38, docs/plc.md "Expiry by time buckets"): none was
+    // started for it, and a live one's expiry bucket waits for its minute (RUNNING).
     for (const plc of model.data.plcs) {
-      const want = plc.state === 'REDEEMED' || plc.state === 'CANCELLED' ? 'COMPLETED' : 'RUNNING';
+      const own = await this.world.temporal.workflow
+        .getHandle(workflowIds.plc(plc.tokenId))
+        .describe()
+        .then((description) => description.status.name)
+        .catch(() => null);
+      if (own !== null) this.fail(`PLC ${plc.tokenId} (${plc.state}) has a workflow of its own (${own}): expiry is its bucket's`);
+      if (plc.state === 'REDEEMED' || plc.state === 'CANCELLED') continue;
+      const bucket = await this.world.pool.query<{ bucket_start: Date }>(
+        `SELECT b.bucket_start FROM plcs p JOIN plc_expiry_buckets b ON p.expiry_due_at >= b.bucket_start AND p.expiry_due_at < b.bucket_end WHERE p.token_id = $1`,
+        [plc.tokenId],
+      );
+      const start = bucket.rows[0]?.bucket_start;
+      if (start === undefined) this.fail(`PLC ${plc.tokenId} (${plc.state}) has no expiry bucket`);
       let got = '';
       const ok = await this.world.until(async () => {
-        got = (await this.world.temporal.workflow.getHandle(workflowIds.plc(plc.tokenId)).describe()).status.name;
-        return got === want;
-      }, 20_000);
-      if (!ok) this.fail(`the workflow of PLC ${plc.tokenId} (${plc.state}) is ${got}, not ${want}`);
+        got = await this.world.temporal.workflow
+          .getHandle(workflowIds.plcExpiryBucket(start!.getTime(), this.world.stack.taskQueue))
+          .describe()
+          .then((description) => description.status.name)
+          .catch(() => 'not started');
+        return got === 'RUNNING';
+      }, 70_000);
+      if (!ok) this.fail(`the expiry bucket of PLC ${plc.tokenId} (${plc.state}) is ${got}, not RUNNING`);
     }
   }
 }

@@ -224,8 +224,10 @@ describe('Temporal frozen', () => {
     expect((await app.inject({ method: 'GET', url: `/api/v1/balance/${owner}` })).statusCode).toBe(200);
     const hopped = await timed({ method: 'POST', url: '/api/v1/transfer/', headers: device, payload: { plc: plcToJson(hop(plc, issuer, newWallet())) } });
     expect(hopped.response.statusCode).toBe(200);
-    const outbox = () => db.pool.query<{ attempts: number }>('SELECT attempts FROM plc_status_outbox WHERE token_id = $1', [plc.commitment.tokenId]);
-    await until(async () => ((await outbox()).rows[0]?.attempts ?? 0) >= 1 ? true : undefined, 5000);
+    // The hop needs nothing of Temporal: a PLC has no workflow of its own to tell (issue 38), so no
+    // status signal waits in the outbox for the thaw.
+    const outbox = await db.pool.query('SELECT 1 FROM plc_status_outbox WHERE token_id = $1', [plc.commitment.tokenId]);
+    expect(outbox.rowCount).toBe(0);
     const ready = await timed({ method: 'GET', url: '/readyz' });
     expect(ready.response.statusCode).toBe(503);
     expect(ready.response.json()).toMatchObject({ status: 'not_ready', checks: { postgres: { ok: true }, migrations: { ok: true }, temporal: { ok: false } } });
@@ -244,8 +246,6 @@ describe('Temporal frozen', () => {
     expect(again.response.statusCode).toBe(200);
     expect((await app.inject({ method: 'GET', url: `/api/v1/balance/${owner}` })).json()).toMatchObject({ available: '10.00' });
     expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
-    // The hop's status reaches the PLC's workflow once the outbox's retry comes round.
-    await until(async () => ((await outbox()).rows.length === 0 ? true : undefined), 15_000);
     console.info(
       `Temporal frozen ${Math.round(frozenForMs)} ms: deposit 503 after ${Math.round(frozen.ms)} ms, a burst of 8 within ${Math.round(Math.max(...burst.map((b) => b.ms)))} ms; ` +
         `recovered ${Math.round(recovered.ms)} ms after the thaw`,

@@ -119,7 +119,8 @@ beforeAll(async () => {
     RATE_LIMIT_B2B_SIGNUP_PER_MINUTE: '1000000',
     RATE_LIMIT_FEES_PER_MINUTE: '1000000',
   });
-  admin = await t.adminHeaders();
+  // A super_admin: the administrators' routes refuse anyone else before they read a body.
+  admin = await t.adminHeaders('super_admin');
   const operations = operationsOf(await loadDocument(t.app));
   targets = operations.flatMap((op): Target[] => {
     const body = exampleBody(op.operation);

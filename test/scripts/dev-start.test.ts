@@ -269,12 +269,14 @@ describe('npm start', () => {
     const refused = await wallet('create', '--amount', '3.00', '--currency', 'BRL', '--ttl-hours', '2', '--server', `${current.base}/api/v1`);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('INSUFFICIENT_FUNDS');
+    // The create is one statement on the request path (docs/plc.md): the API answers the refusal,
+    // and its request record is the one line it leaves.
     const logged = await waitFor(() => {
       const lines = current.output().slice(from).split('\n');
-      return lines.some((line) => line.includes('"activity refused"')) && lines.some((line) => line.includes('"statusCode":409')) ? lines : undefined;
+      return lines.some((line) => line.includes('"statusCode":409')) ? lines : undefined;
     }, { what: 'the refusal in the logs' });
     const records = logged.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(records.find((record) => record.msg === 'activity refused')).toMatchObject({ name: 'worker', level: 'info', code: 'INSUFFICIENT_FUNDS' });
+    expect(records.some((record) => record.name === 'api' && JSON.stringify(record).includes('/api/v1/plc/create'))).toBe(true);
     // Every line is a record of its own: no stack trace, no multi-line SDK output.
     expect(logged.filter((line) => line !== '' && !line.startsWith('{') && !line.startsWith('[start] '))).toEqual([]);
     expect(logged.join('\n')).not.toMatch(/^\s+at /m);
