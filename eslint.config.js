@@ -7,7 +7,7 @@ const nodeBuiltins = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', 'coverage/**', 'console/dist/**', 'wallet/dist/**', 'wallet/node_modules/**', 'eslint.config.js'] },
+  { ignores: ['node_modules/**', '.data/**', '.dependency-cruiser.cjs', 'coverage/**', 'console/dist/**', 'wallet/dist/**', 'wallet/node_modules/**', 'eslint.config.js'] },
   ...tseslint.configs.recommended,
   {
     languageOptions: {
